@@ -1,0 +1,175 @@
+# kubevirt-imds — GNU Make.  `make help` lists the targets.
+#
+# Variants (each in its own folder under build/):
+#   make            debug, glibc          -> build/debug/imds-server
+#   make static     musl, -static -Os, stripped (what the image ships)
+#   make asan       ASan + UBSan build of the server and the unit tests
+#   make fuzz       libFuzzer targets (clang)
+# Third-party code: llhttp's C sources from Debian's node-llhttp, compiled
+# here in strict mode; nothing is downloaded at build time.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+
+VARIANT ?= debug
+B := build/$(VARIANT)
+
+LLHTTP_DIR ?= /usr/share/llhttp
+LLHTTP_INC ?= /usr/share/include/llhttp
+LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
+
+VERSION := $(shell git -C $(TOP) describe --always --dirty 2>/dev/null || echo dev)
+
+WARN := -Wall -Wextra -Wshadow -Wconversion -Wformat=2 -Wstrict-prototypes \
+	-Wmissing-prototypes -Wvla -Werror
+CPPFLAGS_COMMON := -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 -DIMDS_VERSION='"$(VERSION)"' \
+	-Isrc/core -Isrc/sidecar -isystem $(LLHTTP_INC)
+CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
+
+ifeq ($(VARIANT),debug)
+CC := gcc
+OPT := -g -O2 -fstack-protector-strong
+LDFLAGS_V :=
+else ifeq ($(VARIANT),asan)
+CC := gcc
+OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDFLAGS_V := -fsanitize=address,undefined
+else ifeq ($(VARIANT),static)
+CC := musl-gcc
+# musl-gcc sees only musl's headers: give it the kernel's through a folder
+# of symlinks (linux/, asm/, asm-generic/) passed with -isystem.
+KINC := $(B)/kinc
+OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+	-fno-unwind-tables -isystem $(KINC)
+LDFLAGS_V := -static -s -Wl,--gc-sections
+else ifeq ($(VARIANT),fuzz)
+CC := clang
+OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=all -DIMDS_FUZZ=1
+LDFLAGS_V := -fsanitize=fuzzer,address,undefined
+WARN := -Wall -Wextra -Wshadow -Werror -Wno-unused-parameter
+else
+$(error unknown VARIANT '$(VARIANT)': debug, asan, static or fuzz)
+endif
+
+CFLAGS := $(CFLAGS_COMMON) $(OPT) $(WARN) $(EXTRA_CFLAGS)
+
+CORE_SRC := $(sort $(wildcard src/core/*.c))
+SIDECAR_SRC := $(filter-out src/sidecar/main.c,$(sort $(wildcard src/sidecar/*.c)))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
+SIDECAR_OBJ := $(SIDECAR_SRC:%.c=$(B)/%.o)
+LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(B)/llhttp/%.o,$(LLHTTP_SRC))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
+
+LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
+
+.PHONY: all server static asan fuzz unit-bins test demo bench clean help deps-build \
+	lint build build-server
+
+all: deps-build
+	@$(MAKE) --no-print-directory VARIANT=debug server
+
+build build-server: all
+
+## server: the imds-server binary of the current VARIANT
+server: $(B)/imds-server
+
+static: deps-build
+	@$(MAKE) --no-print-directory VARIANT=static server
+	@ls -l build/static/imds-server | awk '{print "build/static/imds-server: " $$5 " bytes"}'
+
+asan: deps-build
+	@$(MAKE) --no-print-directory VARIANT=asan server unit-bins
+
+fuzz: deps-build
+	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-bins
+
+unit-bins: $(UNIT_BIN)
+fuzz-bins: $(FUZZ_BIN)
+
+deps-build:
+	@hack/install-deps.sh build
+
+$(B)/kinc:
+	@mkdir -p $@
+	@arch=$$(gcc -print-multiarch); \
+	ln -sfn /usr/include/linux $@/linux; \
+	ln -sfn /usr/include/asm-generic $@/asm-generic; \
+	ln -sfn /usr/include/$$arch/asm $@/asm
+
+ifeq ($(VARIANT),static)
+$(CORE_OBJ) $(SIDECAR_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o: | $(B)/kinc
+endif
+
+$(B)/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+# llhttp is generated C: compile it as it is, without our warning set.
+$(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(OPT) -w -c $< -o $@
+
+$(B)/libcore.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(B)/libsidecar.a: $(SIDECAR_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(B)/libllhttp.a: $(LLHTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+
+$(B)/tests/%: tests/unit/%.c $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
+
+$(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+
+## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
+test:
+	@hack/install-deps.sh build test
+	@tests/run.sh
+
+## demo: a guest fetching its metadata from the sidecar, shown step by step
+demo:
+	@hack/install-deps.sh build test
+	@hack/demo.sh
+
+## bench: throughput, latency, memory, size and start-up, beside nginx
+bench:
+	@hack/install-deps.sh build test bench
+	@bench/run.sh
+
+lint:
+	@hack/install-deps.sh build lint
+	shellcheck -x hack/*.sh tests/*.sh tests/lib/*.sh tests/integration/*.sh bench/*.sh .ci/run
+
+clean:
+	rm -rf build
+
+help:
+	@echo "kubevirt-imds make targets:"
+	@echo "  all (default)  debug build: build/debug/imds-server"
+	@echo "  static         static musl binary: build/static/imds-server"
+	@echo "  asan           ASan+UBSan build and unit tests"
+	@echo "  fuzz           libFuzzer targets"
+	@echo "  test           the whole suite (root: network namespaces); ends 'N passed, N failed'"
+	@echo "  demo           the sidecar serving a guest, with Debian's cloud-init as the client"
+	@echo "  bench          benchmarks beside nginx"
+	@echo "  lint           shellcheck"
+	@echo "  clean          remove build/"
+
+-include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)

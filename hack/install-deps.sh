@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs, with apt, what a group of make targets needs; does nothing when
+# everything is there already (idempotent, safe to run on every make).
+#   hack/install-deps.sh GROUP...   groups: build test bench lint vm kube
+set -euo pipefail
+
+declare -A pkgs=(
+	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
+	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch procps gzip psmisc iputils-arping util-linux"
+	[bench]="nginx-light wrk util-linux"
+	[lint]="shellcheck cppcheck clang-tidy"
+	[vm]="qemu-system-x86 debootstrap dnsmasq-base e2fsprogs"
+	[kube]="etcd-server openssl"
+)
+
+want=()
+for g in "$@"; do
+	[[ -n "${pkgs[$g]+x}" ]] || { echo "install-deps: unknown group '$g' (${!pkgs[*]})" >&2; exit 2; }
+	for p in ${pkgs[$g]}; do want+=("$p"); done
+done
+((${#want[@]})) || exit 0
+
+missing=()
+for p in "${want[@]}"; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ "$st" == installed ]] || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+
+if ((EUID != 0)); then
+	echo "install-deps: missing packages: ${missing[*]} (run as root, or apt-get install them)" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# The package lists may be old or absent on a fresh machine: refresh once.
+apt-get update -qq >&2
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,84 @@
+#include "addr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_port(const char *p, in_port_t *port)
+{
+	if (!*p || strlen(p) > 5)
+		return -EINVAL;
+	unsigned v = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	if (v == 0 || v > 65535)
+		return -EINVAL;
+	*port = htons((uint16_t)v);
+	return 0;
+}
+
+int addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	const char *colon = strrchr(s, ':');
+	if (!colon)
+		return -EINVAL;
+	in_port_t port;
+	if (parse_port(colon + 1, &port) < 0)
+		return -EINVAL;
+	size_t hlen = (size_t)(colon - s);
+	char host[64];
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = '\0';
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (hlen == 0) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_any;
+		s6->sin6_port = port;
+		*len = sizeof(*s6);
+		return 0;
+	}
+	if (host[0] == '[') {
+		if (hlen < 3 || host[hlen - 1] != ']')
+			return -EINVAL;
+		host[hlen - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = port;
+		*len = sizeof(*s6);
+		return 0;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+		return -EINVAL;
+	s4->sin_family = AF_INET;
+	s4->sin_port = port;
+	*len = sizeof(*s4);
+	return 0;
+}
+
+const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *a = NULL;
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+		/* Show v4-mapped peers of a dual-stack listener as plain v4. */
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+			return inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
+		a = &s6->sin6_addr;
+	}
+	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "-");
+	return buf;
+}

@@ -1,0 +1,14 @@
+/* addr: socket address parsing for listen flags and env settings. */
+#ifndef IMDS_ADDR_H
+#define IMDS_ADDR_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* "A.B.C.D:PORT", "[V6]:PORT" or ":PORT" (any address, dual-stack).
+ * 0 or -EINVAL. */
+int addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+/* "A.B.C.D" or "V6" into buf; returns buf. */
+const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+/* blob: immutable, reference-counted bytes.
+ *
+ * Data the sidecar serves (user-data up to a few MiB) is loaded once into a
+ * blob; a response whose write the kernel only partly took keeps a
+ * reference, so a reload meanwhile never frees bytes still being sent. */
+#ifndef IMDS_BLOB_H
+#define IMDS_BLOB_H
+
+#include <stddef.h>
+
+struct blob {
+	unsigned refs;
+	size_t len;
+	char data[]; /* len bytes, then a NUL for convenience */
+};
+
+/* A new blob holding a copy of p[0..len); NULL on ENOMEM. */
+struct blob *blob_new(const void *p, size_t len);
+struct blob *blob_ref(struct blob *b);
+/* Drops one reference; NULL is a no-op. */
+void blob_unref(struct blob *b);
+
+#endif

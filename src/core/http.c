@@ -1,0 +1,1065 @@
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "sbuf.h"
+
+/* Timeout lists.  Every connection is on exactly one; since all entries of a
+ * list share one duration, appending keeps each list sorted by deadline and
+ * the earliest deadline is always a list head: O(1) timeouts, no heap. */
+enum conn_list { L_READING, L_IDLE, L_WRITING, L_COUNT };
+
+struct conn {
+	int fd;
+	struct http_server *srv;
+	enum conn_list list;
+	struct conn *prev, *next;
+	uint64_t deadline;
+	int started;            /* bytes of the current request seen */
+	int close_after;        /* close once output drains */
+	char *in;               /* held input: partial or pipelined requests */
+	size_t in_len, in_cap;
+	char *out;              /* unsent response bytes */
+	size_t out_len, out_off;
+	struct blob *blob;      /* unsent body held by reference */
+	size_t blob_off;
+	struct sockaddr_storage peer;
+};
+
+struct listener {
+	int fd;
+	struct listener *next;
+};
+
+struct clist {
+	struct conn *head, *tail;
+};
+
+/* Parse state of the one request being parsed (requests are handled one at
+ * a time, so one per server suffices). */
+struct parse {
+	struct http_request req;
+	const struct http_limits *lim;
+	int in_field;
+	int headers_done;
+	int complete;
+	int err_status; /* a limit hit inside a callback */
+	const char *err_code;
+};
+
+struct http_server {
+	struct loop *loop;
+	struct http_limits lim;
+	http_handler *handler;
+	http_logger *logger;
+	void *ud;
+	struct listener *listeners;
+	struct clist lists[L_COUNT];
+	unsigned nconns;
+	int timer_fd;
+	uint64_t timer_at;
+	int draining;
+	void (*drained)(void *);
+	void *drained_ud;
+	llhttp_settings_t settings;
+	llhttp_t parser;
+	struct parse ps;
+	struct http_response res;
+	char *scratch;
+	size_t scratch_cap;
+	char head[1024];
+	time_t date_sec;
+	char date[40];
+};
+
+/* ---- request helpers ---------------------------------------------------- */
+
+int http_span_eq(struct http_span s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.n == n && (n == 0 || memcmp(s.p, lit, n) == 0);
+}
+
+const struct http_span *http_req_header(const struct http_request *req, const char *name,
+					unsigned *count)
+{
+	size_t n = strlen(name);
+	const struct http_span *found = NULL;
+	unsigned c = 0;
+	for (unsigned i = 0; i < req->nheaders; i++) {
+		if (req->hname[i].n == n && strncasecmp(req->hname[i].p, name, n) == 0) {
+			if (!found)
+				found = &req->hvalue[i];
+			c++;
+		}
+	}
+	if (count)
+		*count = c;
+	return found;
+}
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Unknown";
+	}
+}
+
+int http_res_header(struct http_response *res, const char *name, const char *value)
+{
+	size_t room = sizeof(res->extra) - res->extra_len;
+	int n = snprintf(res->extra + res->extra_len, room, "%s: %s\r\n", name, value);
+	if (n < 0 || (size_t)n >= room) {
+		res->extra[res->extra_len] = '\0';
+		return -ENOSPC;
+	}
+	res->extra_len += (size_t)n;
+	return 0;
+}
+
+void http_res_text(struct http_response *res, int status, const char *ctype, const char *body,
+		   size_t len)
+{
+	res->status = status;
+	res->content_type = ctype;
+	res->body = body;
+	res->body_len = len;
+}
+
+/* Error bodies are built in a small buffer owned by the response path; the
+ * codes and messages are our own literals, so no escaping is needed beyond
+ * what json_escape does for safety. */
+static char err_body[384];
+
+void http_res_error(struct http_response *res, int status, const char *code, const char *message)
+{
+	struct sbuf b = SBUF_INIT(err_body, sizeof(err_body));
+	sbuf_puts(&b, "{\"error\":\"");
+	sbuf_json_escape(&b, code, strlen(code));
+	sbuf_puts(&b, "\",\"message\":\"");
+	sbuf_json_escape(&b, message, strlen(message));
+	sbuf_puts(&b, "\"}\n");
+	http_res_text(res, status, "application/json", b.p, b.len);
+}
+
+/* ---- connection lists and the timer -------------------------------------- */
+
+static void clist_remove(struct clist *l, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void clist_append(struct clist *l, struct conn *c)
+{
+	c->prev = l->tail;
+	c->next = NULL;
+	if (l->tail)
+		l->tail->next = c;
+	else
+		l->head = c;
+	l->tail = c;
+}
+
+static void timer_want(struct http_server *s, uint64_t deadline)
+{
+	/* Re-arm only for an earlier deadline; a timer that fires early just
+	 * finds nothing expired and re-arms for the true head. */
+	if (s->timer_at && s->timer_at <= deadline)
+		return;
+	if (loop_timer_arm(s->timer_fd, deadline) == 0)
+		s->timer_at = deadline;
+}
+
+static void conn_move(struct http_server *s, struct conn *c, enum conn_list to, uint64_t deadline)
+{
+	clist_remove(&s->lists[c->list], c);
+	c->list = to;
+	c->deadline = deadline;
+	clist_append(&s->lists[to], c);
+	timer_want(s, deadline);
+}
+
+static void conn_free(struct http_server *s, struct conn *c)
+{
+	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
+	close(c->fd);
+	clist_remove(&s->lists[c->list], c);
+	free(c->in);
+	free(c->out);
+	blob_unref(c->blob);
+	free(c);
+	s->nconns--;
+	if (s->draining && s->nconns == 0 && s->drained) {
+		void (*done)(void *) = s->drained;
+		s->drained = NULL;
+		done(s->drained_ud);
+	}
+}
+
+/* ---- llhttp callbacks ---------------------------------------------------- */
+
+static struct parse *ps_of(llhttp_t *p)
+{
+	return p->data;
+}
+
+static void span_add(struct http_span *s, const char *at, size_t len)
+{
+	if (s->p && s->p + s->n == at)
+		s->n += len;
+	else {
+		s->p = at;
+		s->n = len;
+	}
+}
+
+static int on_method(llhttp_t *p, const char *at, size_t len)
+{
+	span_add(&ps_of(p)->req.method_name, at, len);
+	return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+	struct parse *ps = ps_of(p);
+	span_add(&ps->req.target, at, len);
+	if (ps->req.target.n > ps->lim->max_head) {
+		ps->err_status = 414;
+		ps->err_code = "uri_too_long";
+		return -1;
+	}
+	return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+	struct parse *ps = ps_of(p);
+	struct http_request *r = &ps->req;
+	if (!ps->in_field) {
+		if (r->nheaders >= ps->lim->max_headers || r->nheaders >= HTTP_MAX_HEADERS) {
+			ps->err_status = 431;
+			ps->err_code = "too_many_headers";
+			return -1;
+		}
+		ps->in_field = 1;
+		r->hname[r->nheaders] = (struct http_span){at, 0};
+		r->hvalue[r->nheaders] = (struct http_span){NULL, 0};
+	}
+	span_add(&r->hname[r->nheaders], at, len);
+	return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+	struct parse *ps = ps_of(p);
+	span_add(&ps->req.hvalue[ps->req.nheaders], at, len);
+	return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+	struct parse *ps = ps_of(p);
+	ps->in_field = 0;
+	ps->req.nheaders++;
+	return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+	struct parse *ps = ps_of(p);
+	ps->headers_done = 1;
+	if (p->flags & F_CHUNKED) {
+		/* A chunked body has no length to check up front; no client of
+		 * ours sends one (the API server sends Content-Length). */
+		ps->err_status = ps->lim->max_body ? 411 : 413;
+		ps->err_code = ps->lim->max_body ? "length_required" : "body_not_allowed";
+		return -1;
+	}
+	if ((p->flags & F_CONTENT_LENGTH) && p->content_length > ps->lim->max_body) {
+		ps->err_status = 413;
+		ps->err_code = ps->lim->max_body ? "body_too_large" : "body_not_allowed";
+		return -1;
+	}
+	return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+	span_add(&ps_of(p)->req.body, at, len);
+	return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+	ps_of(p)->complete = 1;
+	/* Stop right after this message: pipelined bytes behind it are parsed
+	 * only once this request is answered. */
+	return HPE_PAUSED;
+}
+
+/* ---- response output ------------------------------------------------------ */
+
+static const char *date_now(struct http_server *s)
+{
+	time_t now = time(NULL);
+	if (now != s->date_sec) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(s->date, sizeof(s->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		s->date_sec = now;
+	}
+	return s->date;
+}
+
+static void conn_io(struct loop *l, int fd, void *data, int mask);
+
+static int want_out(struct http_server *s, struct conn *c)
+{
+	/* Writing: stop reading (bounds what a pipelining client can queue). */
+	loop_del(s->loop, c->fd, LOOP_READABLE);
+	return loop_add(s->loop, c->fd, LOOP_WRITABLE, conn_io, c);
+}
+
+/* Sends what it can of head + body; keeps the rest.  Returns 0 when all is
+ * out, 1 when some is pending, -1 when the connection must be dropped. */
+static int send_response(struct conn *c, const char *head, size_t hlen,
+			 const char *body, size_t blen, struct blob *blob)
+{
+	struct iovec iov[2] = {{(void *)head, hlen}, {(void *)body, blen}};
+	ssize_t n = writev(c->fd, iov, blen ? 2 : 1);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			blob_unref(blob);
+			return -1;
+		}
+		n = 0;
+	}
+	size_t done = (size_t)n;
+	if (done == hlen + blen) {
+		blob_unref(blob);
+		return 0;
+	}
+	/* Keep the unsent head (and a borrowed body) in c->out; a blob body is
+	 * kept by reference. */
+	size_t keep_head = done < hlen ? hlen - done : 0;
+	size_t body_done = done > hlen ? done - hlen : 0;
+	size_t keep_body = blob ? 0 : blen - body_done;
+	size_t need = keep_head + keep_body;
+	if (need) {
+		char *o = malloc(need);
+		if (!o) {
+			blob_unref(blob);
+			return -1;
+		}
+		if (keep_head)
+			memcpy(o, head + done, keep_head);
+		if (keep_body)
+			memcpy(o + keep_head, body + body_done, keep_body);
+		free(c->out);
+		c->out = o;
+		c->out_len = need;
+		c->out_off = 0;
+	}
+	if (blob) {
+		c->blob = blob; /* takes the reference */
+		c->blob_off = (size_t)(body - blob->data) + body_done;
+	} else {
+		blob_unref(blob);
+	}
+	return 1;
+}
+
+/* Flushes pending output.  0: all out; 1: still pending; -1: drop. */
+static int flush_pending(struct conn *c)
+{
+	while (c->out_off < c->out_len || c->blob) {
+		struct iovec iov[2];
+		int cnt = 0;
+		if (c->out_off < c->out_len)
+			iov[cnt++] = (struct iovec){c->out + c->out_off, c->out_len - c->out_off};
+		if (c->blob)
+			iov[cnt++] = (struct iovec){c->blob->data + c->blob_off,
+						    c->blob->len - c->blob_off};
+		ssize_t n = writev(c->fd, iov, cnt);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 1;
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		size_t done = (size_t)n;
+		size_t a = c->out_len - c->out_off;
+		if (done >= a) {
+			c->out_off = c->out_len;
+			done -= a;
+			if (c->blob) {
+				c->blob_off += done;
+				if (c->blob_off >= c->blob->len) {
+					blob_unref(c->blob);
+					c->blob = NULL;
+				}
+			}
+		} else {
+			c->out_off += done;
+		}
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return 0;
+}
+
+/* Formats and sends one response.  Returns as send_response. */
+static int respond(struct http_server *s, struct conn *c, const struct http_request *req,
+		   struct http_response *res, int keep_alive)
+{
+	int head_only = req && req->method == HTTP_M_HEAD;
+	const char *body = res->blob ? res->blob->data : res->body;
+	size_t blen = res->blob ? res->blob->len : res->body_len;
+	int http10 = req && req->version_major == 1 && req->version_minor == 0;
+	const char *conn_hdr = "";
+	if (!keep_alive)
+		conn_hdr = "Connection: close\r\n";
+	else if (http10)
+		conn_hdr = "Connection: keep-alive\r\n";
+
+	struct sbuf h = SBUF_INIT(s->head, sizeof(s->head));
+	sbuf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", res->status, http_reason(res->status),
+		    date_now(s));
+	if (res->content_type)
+		sbuf_printf(&h, "Content-Type: %s\r\n", res->content_type);
+	sbuf_printf(&h, "Content-Length: %zu\r\n%s", blen, conn_hdr);
+	sbuf_put(&h, res->extra, res->extra_len);
+	sbuf_puts(&h, "\r\n");
+	if (h.overflow) {
+		/* Our own headers never reach 1 KiB; refuse rather than truncate. */
+		blob_unref(res->blob);
+		return -1;
+	}
+	if (s->logger)
+		s->logger(req, res->status, head_only ? 0 : blen, s->ud);
+	if (head_only)
+		blen = 0;
+	struct blob *blob = res->blob;
+	res->blob = NULL;
+	return send_response(c, h.p, h.len, body, blen, blob);
+}
+
+static void response_reset(struct http_response *res)
+{
+	res->status = 500;
+	res->content_type = NULL;
+	res->extra_len = 0;
+	res->extra[0] = '\0';
+	res->body = NULL;
+	res->body_len = 0;
+	res->blob = NULL;
+	res->close = 0;
+}
+
+/* An error the core itself answers (parse error, limit, timeout). */
+static int respond_error(struct http_server *s, struct conn *c, int status, const char *code,
+			 const char *msg)
+{
+	struct http_response *res = &s->res;
+	response_reset(res);
+	http_res_error(res, status, code, msg);
+	c->close_after = 1;
+	/* The log line still needs a request: a synthetic one with what is known. */
+	struct http_request *r = &s->ps.req;
+	r->method = HTTP_M_OTHER;
+	r->version_major = 1;
+	r->version_minor = 1;
+	r->body = (struct http_span){NULL, 0};
+	return respond(s, c, r, res, 0);
+}
+
+/* ---- request processing --------------------------------------------------- */
+
+static void split_target(struct http_request *r)
+{
+	const char *p = r->target.p;
+	size_t n = r->target.n;
+	/* absolute-form (RFC 9112 §3.2.2): drop scheme and authority. */
+	if (n >= 7 && (strncasecmp(p, "http://", 7) == 0 || (n >= 8 && strncasecmp(p, "https://", 8) == 0))) {
+		size_t skip = p[4] == ':' ? 7 : 8;
+		const char *slash = memchr(p + skip, '/', n - skip);
+		if (!slash) {
+			r->path = (struct http_span){"/", 1};
+			r->query = (struct http_span){NULL, 0};
+			return;
+		}
+		n -= (size_t)(slash - p);
+		p = slash;
+	}
+	const char *q = memchr(p, '?', n);
+	if (q) {
+		r->path = (struct http_span){p, (size_t)(q - p)};
+		r->query = (struct http_span){q + 1, n - (size_t)(q - p) - 1};
+	} else {
+		r->path = (struct http_span){p, n};
+		r->query = (struct http_span){NULL, 0};
+	}
+}
+
+static enum http_method method_of(uint8_t m)
+{
+	switch (m) {
+	case HTTP_GET: return HTTP_M_GET;
+	case HTTP_HEAD: return HTTP_M_HEAD;
+	case HTTP_POST: return HTTP_M_POST;
+	default: return HTTP_M_OTHER;
+	}
+}
+
+enum parse_result { P_INCOMPLETE, P_DONE, P_ERROR };
+
+/* Parses one request from data with a fresh parser.  *used gets the bytes
+ * the request took.  Re-parsing a held partial head on each read is bounded
+ * by max_head (8 KiB) and keeps no parser state per connection. */
+static enum parse_result parse_one(struct http_server *s, const char *data, size_t len,
+				   size_t *used, int *status, const char **code)
+{
+	struct parse *ps = &s->ps;
+	memset(&ps->req, 0, offsetof(struct http_request, hname));
+	ps->in_field = ps->headers_done = ps->complete = 0;
+	ps->err_status = 0;
+	ps->err_code = NULL;
+	llhttp_init(&s->parser, HTTP_REQUEST, &s->settings);
+	s->parser.data = ps;
+	llhttp_errno_t e = llhttp_execute(&s->parser, data, len);
+	if (e == HPE_PAUSED && ps->complete) {
+		*used = (size_t)(llhttp_get_error_pos(&s->parser) - data);
+		size_t head = *used - ps->req.body.n;
+		if (head > s->lim.max_head) {
+			*status = 431;
+			*code = "head_too_large";
+			return P_ERROR;
+		}
+		return P_DONE;
+	}
+	if (e == HPE_OK) {
+		/* Not complete yet: refuse a head that already passed the cap. */
+		if (!ps->headers_done && len > s->lim.max_head) {
+			*status = 431;
+			*code = "head_too_large";
+			return P_ERROR;
+		}
+		return P_INCOMPLETE;
+	}
+	if (ps->err_status) {
+		*status = ps->err_status;
+		*code = ps->err_code;
+	} else if (e == HPE_INVALID_VERSION) {
+		*status = 505;
+		*code = "bad_version";
+	} else {
+		*status = 400;
+		*code = "bad_request";
+	}
+	return P_ERROR;
+}
+
+/* Validates what llhttp accepts but we do not.  0 or an HTTP status. */
+static int request_check(const struct http_request *r, const char **code)
+{
+	if (r->version_major != 1) {
+		*code = "bad_version";
+		return 505;
+	}
+	unsigned hosts = 0;
+	http_req_header(r, "host", &hosts);
+	if (hosts > 1 || (r->version_minor >= 1 && hosts == 0)) {
+		*code = "bad_host";
+		return 400;
+	}
+	if (r->path.n == 0 || r->path.p[0] != '/') {
+		*code = "bad_target";
+		return 400;
+	}
+	return 0;
+}
+
+/* Handles the requests in data[0..len).  Returns the bytes consumed, or -1
+ * when the connection must be dropped at once. */
+static ssize_t process(struct http_server *s, struct conn *c, const char *data, size_t len)
+{
+	size_t off = 0;
+	while (off < len && !c->close_after && !c->out && !c->blob) {
+		size_t used = 0;
+		int status = 0;
+		const char *code = NULL;
+		enum parse_result pr = parse_one(s, data + off, len - off, &used, &status, &code);
+		if (pr == P_INCOMPLETE)
+			break;
+		if (pr == P_ERROR) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "%s", llhttp_get_error_reason(&s->parser)
+				 ? llhttp_get_error_reason(&s->parser) : code);
+			if (status != 400)
+				snprintf(msg, sizeof(msg), "%s", http_reason(status));
+			if (respond_error(s, c, status, code, msg) < 0)
+				return -1;
+			return (ssize_t)len; /* the rest is garbage; we close */
+		}
+		struct http_request *r = &s->ps.req;
+		r->method = method_of(s->parser.method);
+		r->version_major = s->parser.http_major;
+		r->version_minor = s->parser.http_minor;
+		r->peer = &c->peer;
+		r->start_us = loop_clock_us();
+		split_target(r);
+		int keep = llhttp_should_keep_alive(&s->parser) && !s->draining;
+		struct http_response *res = &s->res;
+		response_reset(res);
+		int bad = request_check(r, &code);
+		if (bad) {
+			http_res_error(res, bad, code, http_reason(bad));
+			keep = 0;
+		} else {
+			s->handler(r, res, s->ud);
+			if (res->close)
+				keep = 0;
+		}
+		off += used;
+		c->started = 0;
+		if (!keep)
+			c->close_after = 1;
+		if (respond(s, c, r, res, keep) < 0)
+			return -1;
+	}
+	return (ssize_t)off;
+}
+
+/* Keeps data[0..len) as held input of c (data may be c->in itself). */
+static int hold(struct conn *c, const char *data, size_t len, size_t cap)
+{
+	if (len == 0) {
+		free(c->in);
+		c->in = NULL;
+		c->in_len = c->in_cap = 0;
+		return 0;
+	}
+	if (data == c->in) {
+		c->in_len = len;
+		return 0;
+	}
+	if (c->in && data > c->in && data < c->in + c->in_cap) {
+		memmove(c->in, data, len);
+		c->in_len = len;
+		return 0;
+	}
+	if (len > cap)
+		return -1;
+	char *n = malloc(len < 1024 ? 1024 : len);
+	if (!n)
+		return -1;
+	memcpy(n, data, len);
+	free(c->in);
+	c->in = n;
+	c->in_len = len;
+	c->in_cap = len < 1024 ? 1024 : len;
+	return 0;
+}
+
+/* After I/O: put c on the list its state asks for, or close it. */
+static void settle(struct http_server *s, struct conn *c)
+{
+	uint64_t now = loop_now_ms(s->loop);
+	if (c->out || c->blob) {
+		if (c->list != L_WRITING)
+			conn_move(s, c, L_WRITING, now + s->lim.idle_timeout_ms);
+		if (want_out(s, c) < 0)
+			conn_free(s, c);
+		return;
+	}
+	if (c->close_after) {
+		conn_free(s, c);
+		return;
+	}
+	if (loop_mask(s->loop, c->fd) != LOOP_READABLE) {
+		loop_del(s->loop, c->fd, LOOP_WRITABLE);
+		if (loop_add(s->loop, c->fd, LOOP_READABLE, conn_io, c) < 0) {
+			conn_free(s, c);
+			return;
+		}
+	}
+	if (c->in_len) {
+		/* A partial request: the head timeout runs from its first byte and
+		 * is never extended by more bytes (slow-loris). */
+		if (!c->started) {
+			c->started = 1;
+			conn_move(s, c, L_READING, now + s->lim.header_timeout_ms);
+		}
+		return;
+	}
+	if (s->draining) {
+		conn_free(s, c);
+		return;
+	}
+	c->started = 0;
+	conn_move(s, c, L_IDLE, now + s->lim.idle_timeout_ms);
+}
+
+static size_t in_cap_limit(const struct http_server *s)
+{
+	return s->lim.max_head + s->lim.max_body + 1;
+}
+
+static void conn_read(struct http_server *s, struct conn *c)
+{
+	char *buf;
+	size_t cap;
+	if (c->in_len == 0) {
+		buf = s->scratch;
+		cap = s->scratch_cap;
+	} else {
+		size_t limit = in_cap_limit(s) + s->scratch_cap;
+		if (c->in_cap - c->in_len < 4096 && c->in_cap < limit) {
+			size_t ncap = c->in_cap * 2;
+			if (ncap > limit)
+				ncap = limit;
+			char *n = realloc(c->in, ncap);
+			if (!n) {
+				conn_free(s, c);
+				return;
+			}
+			c->in = n;
+			c->in_cap = ncap;
+		}
+		buf = c->in;
+		cap = c->in_cap;
+	}
+	size_t have = buf == c->in ? c->in_len : 0;
+	if (cap == have) {
+		/* Held input fills the cap: the request cannot be valid. */
+		if (respond_error(s, c, 431, "head_too_large", http_reason(431)) < 0) {
+			conn_free(s, c);
+			return;
+		}
+		hold(c, NULL, 0, 0);
+		settle(s, c);
+		return;
+	}
+	ssize_t n = read(c->fd, buf + have, cap - have);
+	if (n == 0) {
+		conn_free(s, c);
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			conn_free(s, c);
+		return;
+	}
+	size_t total = have + (size_t)n;
+	ssize_t used = process(s, c, buf, total);
+	if (used < 0) {
+		conn_free(s, c);
+		return;
+	}
+	if (!c->close_after &&
+	    hold(c, buf + used, total - (size_t)used, in_cap_limit(s) + s->scratch_cap) < 0) {
+		conn_free(s, c);
+		return;
+	}
+	if (c->close_after)
+		hold(c, NULL, 0, 0);
+	settle(s, c);
+}
+
+static void conn_io(struct loop *l, int fd, void *data, int mask)
+{
+	(void)l;
+	(void)fd;
+	struct conn *c = data;
+	struct http_server *s = c->srv;
+	if (mask & LOOP_WRITABLE) {
+		int r = flush_pending(c);
+		if (r < 0) {
+			conn_free(s, c);
+			return;
+		}
+		if (r == 0) {
+			/* Answer pipelined requests that waited behind this write. */
+			if (c->in_len && !c->close_after) {
+				ssize_t used = process(s, c, c->in, c->in_len);
+				if (used < 0 || hold(c, c->in + used, c->in_len - (size_t)used,
+						     in_cap_limit(s)) < 0) {
+					conn_free(s, c);
+					return;
+				}
+			}
+			settle(s, c);
+		} else {
+			/* Progress resets the stall clock. */
+			conn_move(s, c, L_WRITING, loop_now_ms(s->loop) + s->lim.idle_timeout_ms);
+		}
+		return;
+	}
+	if (mask & LOOP_READABLE)
+		conn_read(s, c);
+}
+
+/* ---- accepting ------------------------------------------------------------ */
+
+/* At the cap, make room by closing the connection that matters least: the
+ * oldest idle keep-alive one, else the oldest unfinished request (slowest
+ * sender).  So 1000 idle or stalled sockets never lock cloud-init out. */
+static int make_room(struct http_server *s)
+{
+	struct conn *victim = s->lists[L_IDLE].head;
+	if (!victim)
+		victim = s->lists[L_READING].head;
+	if (!victim)
+		return -1;
+	conn_free(s, victim);
+	return 0;
+}
+
+static void on_accept(struct loop *l, int lfd, void *data, int mask)
+{
+	(void)mask;
+	struct http_server *s = data;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error such as EMFILE */
+		if (s->nconns >= s->lim.max_conns && make_room(s) < 0) {
+			close(fd);
+			continue;
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->srv = s;
+		c->peer = peer;
+		c->started = 1; /* the head clock runs from accept */
+		c->list = L_READING;
+		if (loop_add(l, fd, LOOP_READABLE, conn_io, c) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		int one = 1;
+		/* Responses leave in one writev; Nagle would only delay the
+		 * tail of a partial write. */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		s->nconns++;
+		c->deadline = loop_now_ms(l) + s->lim.header_timeout_ms;
+		clist_append(&s->lists[L_READING], c);
+		timer_want(s, c->deadline);
+	}
+}
+
+static void on_timer(struct loop *l, int fd, void *data, int mask)
+{
+	(void)mask;
+	struct http_server *s = data;
+	loop_timer_ack(fd);
+	s->timer_at = 0;
+	uint64_t now = loop_clock_ms();
+	(void)l;
+	uint64_t next = 0;
+	for (int i = 0; i < L_COUNT; i++) {
+		struct clist *cl = &s->lists[i];
+		while (cl->head && cl->head->deadline <= now) {
+			struct conn *c = cl->head;
+			if (i == L_READING && c->in_len && !c->out && !c->blob) {
+				/* Tell a client that started a request why it is cut off;
+				 * one non-blocking try, then close either way. */
+				respond_error(s, c, 408, "timeout", "request head not received in time");
+			}
+			conn_free(s, c);
+		}
+		if (cl->head && (!next || cl->head->deadline < next))
+			next = cl->head->deadline;
+	}
+	if (next)
+		timer_want(s, next);
+}
+
+/* ---- server lifecycle ----------------------------------------------------- */
+
+struct http_server *http_server_new(struct loop *l, const struct http_limits *lim,
+				    http_handler *handler, http_logger *logger, void *ud)
+{
+	struct http_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->loop = l;
+	s->lim = *lim;
+	s->handler = handler;
+	s->logger = logger;
+	s->ud = ud;
+	s->ps.lim = &s->lim;
+	/* Reads of idle connections land here; pipelined requests beyond it
+	 * simply wait for the next read. */
+	s->scratch_cap = s->lim.max_head * 2 > 16384 ? s->lim.max_head * 2 : 16384;
+	s->scratch = malloc(s->scratch_cap);
+	s->timer_fd = loop_timer_new();
+	if (!s->scratch || s->timer_fd < 0 ||
+	    loop_add(l, s->timer_fd, LOOP_READABLE, on_timer, s) < 0) {
+		http_server_free(s);
+		return NULL;
+	}
+	llhttp_settings_init(&s->settings);
+	s->settings.on_method = on_method;
+	s->settings.on_url = on_url;
+	s->settings.on_header_field = on_header_field;
+	s->settings.on_header_value = on_header_value;
+	s->settings.on_header_value_complete = on_header_value_complete;
+	s->settings.on_headers_complete = on_headers_complete;
+	s->settings.on_body = on_body;
+	s->settings.on_message_complete = on_message_complete;
+	return s;
+}
+
+void http_server_free(struct http_server *s)
+{
+	if (!s)
+		return;
+	s->draining = 0; /* no drained callback from here */
+	for (int i = 0; i < L_COUNT; i++)
+		while (s->lists[i].head)
+			conn_free(s, s->lists[i].head);
+	while (s->listeners)
+		http_server_close_listener(s, s->listeners->fd);
+	if (s->timer_fd >= 0) {
+		loop_del(s->loop, s->timer_fd, LOOP_READABLE);
+		close(s->timer_fd);
+	}
+	free(s->scratch);
+	free(s);
+}
+
+int http_server_listen_fd(struct http_server *s, int fd)
+{
+	struct listener *ln = calloc(1, sizeof(*ln));
+	if (!ln)
+		return -ENOMEM;
+	int r = loop_add(s->loop, fd, LOOP_READABLE, on_accept, s);
+	if (r < 0) {
+		free(ln);
+		return r;
+	}
+	ln->fd = fd;
+	ln->next = s->listeners;
+	s->listeners = ln;
+	return 0;
+}
+
+void http_server_close_listener(struct http_server *s, int fd)
+{
+	for (struct listener **pp = &s->listeners; *pp; pp = &(*pp)->next) {
+		if ((*pp)->fd == fd) {
+			struct listener *ln = *pp;
+			*pp = ln->next;
+			loop_del(s->loop, fd, LOOP_READABLE);
+			close(fd);
+			free(ln);
+			return;
+		}
+	}
+}
+
+unsigned http_server_conn_count(const struct http_server *s)
+{
+	return s->nconns;
+}
+
+void http_server_drain(struct http_server *s, void (*done)(void *), void *ud)
+{
+	s->draining = 1;
+	s->drained = done;
+	s->drained_ud = ud;
+	while (s->listeners)
+		http_server_close_listener(s, s->listeners->fd);
+	/* Idle keep-alive connections and fresh ones with no bytes have nothing
+	 * in flight: close them now.  The rest finish their request. */
+	while (s->lists[L_IDLE].head)
+		conn_free(s, s->lists[L_IDLE].head);
+	struct conn *c = s->lists[L_READING].head;
+	while (c) {
+		struct conn *next = c->next;
+		if (!c->in_len)
+			conn_free(s, c);
+		c = next;
+	}
+	if (s->nconns == 0 && s->drained) {
+		s->drained = NULL;
+		done(ud);
+	}
+}
+
+/* ---- listening sockets ---------------------------------------------------- */
+
+int http_listen_addr(const char *addr, int backlog, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen;
+	int r = addr_parse(addr, &ss, &slen);
+	if (r < 0) {
+		snprintf(err, errlen, "invalid listen address '%s' (want HOST:PORT, [V6]:PORT or :PORT)",
+			 addr);
+		return r;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return r;
+	}
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)&ss, slen) < 0 || listen(fd, backlog) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "listen on %s: %s", addr, strerror(errno));
+		close(fd);
+		return r;
+	}
+	return fd;
+}

@@ -1,0 +1,124 @@
+/* http: the HTTP/1.x server core shared by imds-server and imds-webhook.
+ *
+ * llhttp (Debian's node-llhttp sources, strict mode) parses; this module
+ * owns connections, limits and timeouts on the process's one event loop.
+ *
+ * Memory: a connection is a small struct.  Reads land in one buffer shared
+ * by the whole server; only bytes of a request that is not complete yet
+ * (or pipelined requests waiting behind a slow write) are copied into a
+ * per-connection buffer, capped by the limits.  Responses go out with one
+ * writev from a shared buffer; only what the kernel did not take is kept.
+ * So an idle keep-alive connection costs no buffer at all.
+ *
+ * Requests are handled one at a time, in order (pipelining-safe). */
+#ifndef IMDS_HTTP_H
+#define IMDS_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "blob.h"
+#include "loop.h"
+
+struct http_limits {
+	size_t max_head;          /* request line + headers; past it: 431 */
+	size_t max_body;          /* 0: any body is refused with 413 */
+	unsigned max_headers;     /* header count; past it: 431 */
+	unsigned max_conns;       /* open connections */
+	unsigned header_timeout_ms; /* first byte of a request to its end */
+	unsigned idle_timeout_ms; /* keep-alive idle, and a stalled write */
+};
+
+/* The SPEC §3 defaults. */
+#define HTTP_LIMITS_DEFAULT                                                    \
+	{                                                                      \
+		.max_head = 8192, .max_body = 0, .max_headers = 64,            \
+		.max_conns = 1024, .header_timeout_ms = 5000,                  \
+		.idle_timeout_ms = 20000,                                      \
+	}
+
+enum http_method {
+	HTTP_M_OTHER = 0,
+	HTTP_M_GET,
+	HTTP_M_HEAD,
+	HTTP_M_POST,
+};
+
+struct http_span {
+	const char *p;
+	size_t n;
+};
+
+#define HTTP_MAX_HEADERS 100
+
+/* Valid only during the handler call: spans point into connection input. */
+struct http_request {
+	enum http_method method;
+	struct http_span method_name;
+	struct http_span target; /* as sent: path?query */
+	struct http_span path;
+	struct http_span query;  /* without '?'; n == 0 when absent */
+	struct http_span body;
+	unsigned version_major, version_minor;
+	unsigned nheaders;
+	struct http_span hname[HTTP_MAX_HEADERS];
+	struct http_span hvalue[HTTP_MAX_HEADERS];
+	const struct sockaddr_storage *peer;
+	uint64_t start_us;
+};
+
+/* The handler fills this.  Header lines and small bodies are copied into
+ * the response buffer; a large body may instead be a blob reference. */
+struct http_response {
+	int status;
+	const char *content_type;   /* NULL: no Content-Type */
+	char extra[512];            /* extra header lines, each "Name: v\r\n" */
+	size_t extra_len;
+	const char *body;           /* borrowed until the handler returns */
+	size_t body_len;
+	struct blob *blob;          /* or: a reference the core takes over */
+	int close;                  /* close the connection after this one */
+};
+
+/* Case-insensitive lookup; returns NULL when absent.  With several
+ * headers of one name, the first; *count (if given) gets how many. */
+const struct http_span *http_req_header(const struct http_request *req, const char *name,
+					unsigned *count);
+int http_span_eq(struct http_span s, const char *lit);
+
+/* Response helpers: 0, or -ENOSPC when the header area is full. */
+int http_res_header(struct http_response *res, const char *name, const char *value);
+void http_res_text(struct http_response *res, int status, const char *ctype, const char *body,
+		   size_t len);
+/* {"error":"<code>","message":"<message>"} with the given status. */
+void http_res_error(struct http_response *res, int status, const char *code, const char *message);
+const char *http_reason(int status);
+
+struct http_server;
+typedef void http_handler(const struct http_request *req, struct http_response *res, void *ud);
+/* Called once per finished request (for the access log). */
+typedef void http_logger(const struct http_request *req, int status, size_t bytes, void *ud);
+
+struct http_server *http_server_new(struct loop *l, const struct http_limits *lim,
+				    http_handler *handler, http_logger *logger, void *ud);
+/* Frees connections and listeners; NULL is a no-op. */
+void http_server_free(struct http_server *s);
+
+/* Takes ownership of a listening, non-blocking socket.  0 or -errno. */
+int http_server_listen_fd(struct http_server *s, int fd);
+/* Closes one listener taken earlier (the plumbing replaces listeners whose
+ * device came back with a new ifindex). */
+void http_server_close_listener(struct http_server *s, int fd);
+
+/* Graceful stop: close listeners and idle connections, let in-flight
+ * requests finish; calls done(ud) once no connection is left. */
+void http_server_drain(struct http_server *s, void (*done)(void *), void *ud);
+
+unsigned http_server_conn_count(const struct http_server *s);
+
+/* Parses "HOST:PORT", "[V6]:PORT" or ":PORT" and returns a bound, listening,
+ * non-blocking socket, or -errno with a reason in err. */
+int http_listen_addr(const char *addr, int backlog, char *err, size_t errlen);
+
+#endif

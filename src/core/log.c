@@ -1,0 +1,125 @@
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "sbuf.h"
+
+static const char *log_prog = "imds";
+/* 16 KiB: about 150 lines; a full buffer is flushed before it overflows. */
+static char log_buf[16384];
+static size_t log_len;
+static time_t log_sec;
+static char log_stamp[32];
+
+void log_init(const char *prog)
+{
+	log_prog = prog;
+}
+
+static const char *stamp(void)
+{
+	time_t now = time(NULL);
+	if (now != log_sec) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(log_stamp, sizeof(log_stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		log_sec = now;
+	}
+	return log_stamp;
+}
+
+static void write_all(const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(STDERR_FILENO, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return; /* nowhere to report a failing stderr */
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+void log_flush(void)
+{
+	write_all(log_buf, log_len);
+	log_len = 0;
+}
+
+static void vlog(const char *level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	struct sbuf b = SBUF_INIT(line, sizeof(line));
+	sbuf_printf(&b, "%s %s %s: ", stamp(), log_prog, level);
+	size_t room = b.cap - b.len;
+	int n = vsnprintf(line + b.len, room, fmt, ap);
+	if (n > 0)
+		b.len += (size_t)n < room ? (size_t)n : room - 1;
+	if (b.len > sizeof(line) - 2)
+		b.len = sizeof(line) - 2;
+	line[b.len++] = '\n';
+	log_flush(); /* keep the order of lines */
+	write_all(line, b.len);
+}
+
+void log_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog("info", fmt, ap);
+	va_end(ap);
+}
+
+void log_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog("error", fmt, ap);
+	va_end(ap);
+}
+
+static void put_clean(struct sbuf *b, const char *s, size_t n, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (!s || !n) {
+		sbuf_putc(b, '-');
+		return;
+	}
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c > 0x20 && c < 0x7f && c != '\\') {
+			sbuf_putc(b, (char)c);
+		} else {
+			char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+			sbuf_put(b, e, 4);
+		}
+	}
+	if (n > max)
+		sbuf_puts(b, "...");
+}
+
+void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
+		const char *path, size_t plen, int status, size_t bytes, uint64_t us)
+{
+	char line[512], ip[64];
+	struct sbuf b = SBUF_INIT(line, sizeof(line));
+	sbuf_printf(&b, "%s %s ", stamp(), peer ? addr_ntop(peer, ip, sizeof(ip)) : "-");
+	put_clean(&b, method, mlen, 16);
+	sbuf_putc(&b, ' ');
+	put_clean(&b, path, plen, 200);
+	sbuf_printf(&b, " %d %zu %lluus\n", status, bytes, (unsigned long long)us);
+	if (b.overflow)
+		return; /* cannot happen with the caps above */
+	if (log_len + b.len > sizeof(log_buf))
+		log_flush();
+	memcpy(log_buf + log_len, line, b.len);
+	log_len += b.len;
+}

@@ -1,0 +1,22 @@
+/* log: stderr logging.  Messages go out at once; access-log lines are
+ * batched in a bounded buffer and written once per loop iteration (from the
+ * before-sleep hook), one write(2) for many requests. */
+#ifndef IMDS_LOG_H
+#define IMDS_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+void log_init(const char *prog);
+__attribute__((format(printf, 1, 2))) void log_info(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
+
+/* One access line: time, peer, method, path, status, bytes, µs.  The path
+ * is cut at 200 bytes and non-printable bytes are escaped; never pass
+ * secrets (the request target carries none on our endpoints). */
+void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
+		const char *path, size_t plen, int status, size_t bytes, uint64_t us);
+void log_flush(void);
+
+#endif

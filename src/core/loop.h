@@ -1,0 +1,55 @@
+/* loop: the one epoll event loop of a process (redis ae style).
+ *
+ * File events live in a table indexed by fd, each with a read and a write
+ * handler and one void * for its owner.  Timers, signals and inotify are
+ * ordinary fds in the same loop (timerfd, signalfd), so there are no hidden
+ * threads and no second source of wake-ups.  A before-sleep hook runs once
+ * per iteration, before epoll_wait; the access log flushes there. */
+#ifndef IMDS_LOOP_H
+#define IMDS_LOOP_H
+
+#include <stdint.h>
+
+enum {
+	LOOP_NONE = 0,
+	LOOP_READABLE = 1,
+	LOOP_WRITABLE = 2,
+};
+
+struct loop;
+typedef void loop_file_proc(struct loop *l, int fd, void *data, int mask);
+typedef void loop_hook_proc(struct loop *l, void *data);
+
+/* setsize: the largest fd + 1 the loop will ever watch.  Returns NULL with
+ * errno set on failure. */
+struct loop *loop_new(int setsize);
+void loop_free(struct loop *l);
+
+/* Register (or extend) interest in fd.  mask is LOOP_READABLE and/or
+ * LOOP_WRITABLE; proc is called with the mask that fired.  0 or -errno. */
+int loop_add(struct loop *l, int fd, int mask, loop_file_proc *proc, void *data);
+/* Remove interest; removing the last bit forgets the fd.  Safe on unknown fds. */
+void loop_del(struct loop *l, int fd, int mask);
+int loop_mask(const struct loop *l, int fd);
+
+void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data);
+
+/* Run until loop_stop().  Returns 0, or -errno if epoll_wait fails hard. */
+int loop_run(struct loop *l);
+void loop_stop(struct loop *l);
+
+/* Monotonic time in milliseconds / microseconds.  loop_now_ms() is cached
+ * once per iteration (what timeouts compare against); the _us variant
+ * reads the clock. */
+uint64_t loop_now_ms(const struct loop *l);
+uint64_t loop_clock_us(void);
+uint64_t loop_clock_ms(void);
+
+/* A one-shot timer fd (timerfd, CLOCK_MONOTONIC) owned by the caller.
+ * Arm at an absolute monotonic deadline in ms; deadline 0 disarms. */
+int loop_timer_new(void);
+int loop_timer_arm(int tfd, uint64_t deadline_ms);
+/* Drain a fired timerfd; returns the expiration count or 0. */
+uint64_t loop_timer_ack(int tfd);
+
+#endif

@@ -1,0 +1,80 @@
+#include "sbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void terminate(struct sbuf *b)
+{
+	if (b->cap)
+		b->p[b->len] = '\0';
+}
+
+void sbuf_put(struct sbuf *b, const void *data, size_t n)
+{
+	if (b->overflow)
+		return;
+	if (b->cap == 0 || n > b->cap - 1 - b->len) {
+		b->overflow = 1;
+		return;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	terminate(b);
+}
+
+void sbuf_puts(struct sbuf *b, const char *s)
+{
+	sbuf_put(b, s, strlen(s));
+}
+
+void sbuf_putc(struct sbuf *b, char c)
+{
+	sbuf_put(b, &c, 1);
+}
+
+void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+	if (b->overflow)
+		return;
+	if (b->cap == 0) {
+		b->overflow = 1;
+		return;
+	}
+	size_t room = b->cap - b->len;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room) {
+		b->overflow = 1;
+		terminate(b);
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+void sbuf_json_escape(struct sbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0; /* start of the current run of plain bytes */
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+			continue;
+		sbuf_put(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"': sbuf_put(b, "\\\"", 2); break;
+		case '\\': sbuf_put(b, "\\\\", 2); break;
+		case '\n': sbuf_put(b, "\\n", 2); break;
+		case '\r': sbuf_put(b, "\\r", 2); break;
+		case '\t': sbuf_put(b, "\\t", 2); break;
+		default: {
+			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			sbuf_put(b, u, 6);
+		}
+		}
+	}
+	sbuf_put(b, s + run, n - run);
+}

@@ -1,0 +1,28 @@
+/* sbuf: a bounded string builder over caller-owned storage.
+ *
+ * Appends never write past cap; the first one that does not fit sets
+ * overflow and later appends are ignored, so a sequence of puts needs one
+ * check at the end.  The content stays NUL-terminated. */
+#ifndef IMDS_SBUF_H
+#define IMDS_SBUF_H
+
+#include <stddef.h>
+
+struct sbuf {
+	char *p;
+	size_t len;
+	size_t cap; /* including the NUL */
+	int overflow;
+};
+
+#define SBUF_INIT(buf, size) {.p = (buf), .len = 0, .cap = (size), .overflow = 0}
+
+void sbuf_put(struct sbuf *b, const void *data, size_t n);
+void sbuf_puts(struct sbuf *b, const char *s);
+void sbuf_putc(struct sbuf *b, char c);
+__attribute__((format(printf, 2, 3))) void sbuf_printf(struct sbuf *b, const char *fmt, ...);
+/* The bytes as the inside of a JSON string: ", \ and controls escaped;
+ * bytes >= 0x80 pass unchanged (valid UTF-8 stays valid). */
+void sbuf_json_escape(struct sbuf *b, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,35 @@
+/* config: the sidecar's settings, from the environment (SPEC "Sidecar
+ * configuration").  Strings point into the environment; nothing is copied. */
+#ifndef IMDS_CONFIG_H
+#define IMDS_CONFIG_H
+
+#include <stddef.h>
+
+#include "http.h"
+
+#define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
+#define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
+#define IMDS_DEFAULT_RATE 100
+
+struct imds_config {
+	const char *listen_addr;
+	const char *ns, *vm_name, *pod_name, *sa_name;
+	const char *instance_id;         /* NULL: <namespace>-<vmName> */
+	const char *token_path;
+	const char *user_data;           /* inline; the file wins */
+	const char *user_data_file;
+	const char *vendor_data_file;
+	const char *network_config_file;
+	const char *bridge_name;         /* NULL: the first k6t-* bridge */
+	const char *network_status_file; /* Multus network-status (downward API) */
+	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
+	struct http_limits limits;
+};
+
+/* Reads and checks every variable.  0, or -EINVAL with a one-line message
+ * naming the variable in err (main prints it and exits 2). */
+int config_from_env(struct imds_config *c, char *err, size_t errlen);
+/* A whole unsigned number in [min, max]; 0 or -EINVAL. */
+int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
+
+#endif

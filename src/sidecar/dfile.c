@@ -1,0 +1,153 @@
+#include "dfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int dfile_read(const char *path, size_t max, struct blob **out)
+{
+	int r = 0;
+	char *buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto out;
+	}
+	size_t cap = (size_t)st.st_size + 1; /* +1 tells a file that grew */
+	if (cap > max + 1)
+		cap = max + 1;
+	buf = malloc(cap);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	size_t len = 0;
+	for (;;) {
+		if (len == cap) {
+			if (cap > max) {
+				r = -EFBIG;
+				goto out;
+			}
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *n = realloc(buf, ncap);
+			if (!n) {
+				r = -ENOMEM;
+				goto out;
+			}
+			buf = n;
+			cap = ncap;
+		}
+		ssize_t got = read(fd, buf + len, cap - len);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (len > max) {
+		r = -EFBIG;
+		goto out;
+	}
+	*out = blob_new(buf, len);
+	if (!*out)
+		r = -ENOMEM;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+static int same(const struct dfile *f, const struct stat *st)
+{
+	return f->dev == st->st_dev && f->ino == st->st_ino && f->size == st->st_size &&
+	       f->mtim.tv_sec == st->st_mtim.tv_sec && f->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+	       f->ctim.tv_sec == st->st_ctim.tv_sec && f->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void remember(struct dfile *f, const struct stat *st)
+{
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->size = st->st_size;
+	f->mtim = st->st_mtim;
+	f->ctim = st->st_ctim;
+}
+
+/* stat, then read; if the file changed between the two, the next request
+ * sees a different stat and reads again, so no update is ever lost. */
+static int load(struct dfile *f)
+{
+	struct stat st;
+	if (stat(f->path, &st) < 0)
+		return -errno;
+	struct blob *b = NULL;
+	int r = dfile_read(f->path, DFILE_MAX, &b);
+	if (r < 0)
+		return r;
+	blob_unref(f->blob);
+	f->blob = b;
+	remember(f, &st);
+	return 0;
+}
+
+static const char *why(int r)
+{
+	return r == -EFBIG ? "larger than 16 MiB" : r == -EINVAL ? "not a regular file" : strerror(-r);
+}
+
+int dfile_open(struct dfile *f, const char *name, const char *path, char *err, size_t errlen)
+{
+	memset(f, 0, sizeof(*f));
+	f->name = name;
+	f->path = path;
+	if (!path)
+		return 0;
+	int r = load(f);
+	if (r < 0)
+		snprintf(err, errlen, "%s: cannot read '%s': %s", name, path, why(r));
+	return r;
+}
+
+struct blob *dfile_get(struct dfile *f)
+{
+	if (!f->path)
+		return NULL;
+	struct stat st;
+	int r = stat(f->path, &st) < 0 ? -errno : 0;
+	if (r == 0 && same(f, &st))
+		return f->blob;
+	if (r == 0)
+		r = load(f);
+	if (r < 0) {
+		if (!f->stale)
+			log_error("%s: cannot re-read '%s': %s; serving the previous %zu bytes",
+				  f->name, f->path, why(r), f->blob ? f->blob->len : (size_t)0);
+		f->stale = 1;
+	} else if (f->stale) {
+		log_info("%s: '%s' readable again", f->name, f->path);
+		f->stale = 0;
+	}
+	return f->blob;
+}
+
+void dfile_close(struct dfile *f)
+{
+	blob_unref(f->blob);
+	f->blob = NULL;
+}

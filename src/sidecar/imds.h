@@ -1,0 +1,33 @@
+/* imds: the sidecar's HTTP API (SPEC §3) on top of the shared HTTP core. */
+#ifndef IMDS_IMDS_H
+#define IMDS_IMDS_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "http.h"
+#include "loop.h"
+
+struct imds_app;
+
+/* Loads the data files and precomputes the fixed answers.  NULL with a
+ * message naming the setting in err (exit 2). */
+struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, char *err,
+			      size_t errlen);
+void imds_app_free(struct imds_app *a);
+struct http_server *imds_app_http(struct imds_app *a);
+
+/* The request handler (exposed for unit tests). */
+void imds_handle(const struct http_request *req, struct http_response *res, void *app);
+
+/* Token directory name for an audience: bytes outside [A-Za-z0-9._-]
+ * percent-encoded, so any audience (often a URL) is one safe path
+ * component; "." and ".." and empty are refused.  The webhook mounts
+ * audience A's token at <token dir>/<imds_audience_dir(A)>/token.
+ * Returns the length, or -EINVAL / -ENOSPC. */
+int imds_audience_dir(const char *aud, size_t n, char *out, size_t cap);
+/* The decoded value of key in a query string (percent-decoding, '+' as
+ * space).  Length, -ENOENT when absent, -EINVAL on a bad escape, -ENOSPC. */
+int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap);
+
+#endif

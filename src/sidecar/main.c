@@ -1,0 +1,224 @@
+/* imds-server: the per-VM metadata sidecar.  See SPEC §1, §3, §4. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "http.h"
+#include "imds.h"
+#include "log.h"
+#include "loop.h"
+#include "run.h"
+
+#ifndef IMDS_VERSION
+#define IMDS_VERSION "dev"
+#endif
+
+/* Weak until the network half is linked in every build. */
+int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg)
+	__attribute__((weak));
+int init_main(const struct imds_config *cfg) __attribute__((weak));
+
+static const char usage[] =
+	"usage: imds-server <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  run                 wait for the VM bridge, plumb 169.254.169.254, answer ARP\n"
+	"                      and serve (what the webhook injects)\n"
+	"  init                one-shot network setup, then exit\n"
+	"  serve [--listen ADDR]\n"
+	"                      HTTP only, on ADDR (default $IMDS_LISTEN_ADDR or\n"
+	"                      169.254.169.254:80); e.g. --listen 127.0.0.1:8080\n"
+	"  version             print the version\n"
+	"\n"
+	"configuration comes from the environment: IMDS_NAMESPACE and IMDS_VM_NAME\n"
+	"(required), IMDS_POD_NAME, IMDS_SA_NAME, IMDS_INSTANCE_ID, IMDS_TOKEN_PATH,\n"
+	"IMDS_USER_DATA, IMDS_USER_DATA_FILE, IMDS_VENDOR_DATA_FILE,\n"
+	"IMDS_NETWORK_CONFIG_FILE, IMDS_BRIDGE_NAME, IMDS_RATE_LIMIT (req/s, 0 = off);\n"
+	"see the README.\n";
+
+/* Exit status for configuration errors (SPEC: clear message, status 2). */
+#define EXIT_CONFIG 2
+
+struct sig_ctx {
+	struct loop *loop;
+	struct http_server *http;
+	int fd;
+};
+
+static void drained(void *ud)
+{
+	loop_stop(ud);
+}
+
+static void on_signal(struct loop *l, int fd, void *data, int mask)
+{
+	(void)mask;
+	struct sig_ctx *sc = data;
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	log_info("signal %u: finishing %u open connection(s)", si.ssi_signo,
+		 http_server_conn_count(sc->http));
+	loop_del(l, fd, LOOP_READABLE); /* a second signal changes nothing */
+	http_server_drain(sc->http, drained, l);
+}
+
+static void before_sleep(struct loop *l, void *data)
+{
+	(void)l;
+	(void)data;
+	log_flush();
+}
+
+/* SIGTERM/SIGINT through a signalfd in the loop: drain, then exit 0. */
+static int signals_in_loop(struct sig_ctx *sc)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	sc->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sc->fd < 0)
+		return -errno;
+	return loop_add(sc->loop, sc->fd, LOOP_READABLE, on_signal, sc);
+}
+
+static int setsize_for(const struct imds_config *cfg)
+{
+	/* Every connection is an fd; keep room for listeners, netlink, ARP,
+	 * timers and stdio.  Raise the soft limit to match if allowed. */
+	rlim_t want = (rlim_t)cfg->limits.max_conns + 64;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return (int)want;
+}
+
+static int cmd_server(int argc, char **argv, int networked)
+{
+	const char *listen_arg = NULL;
+	for (int i = 2; i < argc; i++) {
+		if (!networked && strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+			listen_arg = argv[++i];
+		} else if (!networked && strncmp(argv[i], "--listen=", 9) == 0) {
+			listen_arg = argv[i] + 9;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "imds-server %s: unknown argument '%s'\n%s", argv[1], argv[i],
+				usage);
+			return EXIT_CONFIG;
+		}
+	}
+	char err[512];
+	struct imds_config cfg;
+	if (config_from_env(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "imds-server: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	if (listen_arg)
+		cfg.listen_addr = listen_arg;
+
+	int status = 1;
+	struct imds_app *app = NULL;
+	struct sig_ctx sc = {.fd = -1};
+	struct loop *l = loop_new(setsize_for(&cfg));
+	if (!l) {
+		fprintf(stderr, "imds-server: event loop: %s\n", strerror(errno));
+		return 1;
+	}
+	app = imds_app_new(l, &cfg, err, sizeof(err));
+	if (!app) {
+		fprintf(stderr, "imds-server: %s\n", err);
+		status = EXIT_CONFIG;
+		goto out;
+	}
+	sc.loop = l;
+	sc.http = imds_app_http(app);
+	int r = signals_in_loop(&sc);
+	if (r < 0) {
+		fprintf(stderr, "imds-server: signals: %s\n", strerror(-r));
+		goto out;
+	}
+	loop_set_before_sleep(l, before_sleep, NULL);
+	if (networked) {
+		if (!run_main) {
+			fprintf(stderr, "imds-server: run is not part of this build\n");
+			goto out;
+		}
+		status = run_main(l, app, &cfg);
+		goto out;
+	}
+	int fd = http_listen_addr(cfg.listen_addr, 511, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "imds-server: %s\n", err);
+		status = fd == -EINVAL ? EXIT_CONFIG : 1;
+		goto out;
+	}
+	r = http_server_listen_fd(sc.http, fd);
+	if (r < 0) {
+		close(fd);
+		fprintf(stderr, "imds-server: %s\n", strerror(-r));
+		goto out;
+	}
+	log_info("serving %s/%s on %s (rate limit %u/s)", cfg.ns, cfg.vm_name, cfg.listen_addr,
+		 cfg.rate_limit);
+	r = loop_run(l);
+	log_flush();
+	if (r < 0) {
+		log_error("event loop: %s", strerror(-r));
+		goto out;
+	}
+	log_info("stopped");
+	status = 0;
+out:
+	imds_app_free(app);
+	if (sc.fd >= 0)
+		close(sc.fd);
+	loop_free(l);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	log_init("imds-server");
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_CONFIG : 0;
+	}
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("imds-server %s\n", IMDS_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_server(argc, argv, 0);
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_server(argc, argv, 1);
+	if (strcmp(argv[1], "init") == 0) {
+		char err[512];
+		struct imds_config cfg;
+		if (config_from_env(&cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "imds-server: %s\n", err);
+			return EXIT_CONFIG;
+		}
+		if (!init_main) {
+			fprintf(stderr, "imds-server: init is not part of this build\n");
+			return 1;
+		}
+		return init_main(&cfg);
+	}
+	fprintf(stderr, "imds-server: unknown command '%s'\n%s", argv[1], usage);
+	return EXIT_CONFIG;
+}
