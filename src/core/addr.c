@@ -82,3 +82,20 @@ const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len)
 		snprintf(buf, len, "-");
 	return buf;
 }
+
+const char *addr_local(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	addr_ntop(&ss, ip, sizeof(ip));
+	unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+						      : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	snprintf(buf, len, ss.ss_family == AF_INET6 && !strchr(ip, '.') ? "[%s]:%u" : "%s:%u", ip,
+		 port);
+	return buf;
+}

@@ -11,4 +11,8 @@ int addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 /* "A.B.C.D" or "V6" into buf; returns buf. */
 const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len);
 
+/* The bound address of a socket as "IP:PORT" or "[V6]:PORT" (so a test
+ * that listens on port 0 can read the port from the log); returns buf. */
+const char *addr_local(int fd, char *buf, size_t len);
+
 #endif

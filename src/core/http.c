@@ -288,7 +288,16 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
 	struct parse *ps = ps_of(p);
-	span_add(&ps->req.hvalue[ps->req.nheaders], at, len);
+	struct http_span *v = &ps->req.hvalue[ps->req.nheaders];
+	/* Each parse sees the whole request in one buffer, so a value arrives
+	 * in pieces only when llhttp unfolds obsolete line folding (RFC 9112
+	 * §5.2 lets a server reject it; folded values are a smuggling aid). */
+	if (v->p && v->p + v->n != at) {
+		ps->err_status = 400;
+		ps->err_code = "obs_fold";
+		return -1;
+	}
+	span_add(v, at, len);
 	return 0;
 }
 
@@ -349,6 +358,14 @@ static const char *date_now(struct http_server *s)
 
 static void conn_io(struct loop *l, int fd, void *data, int mask);
 
+/* writev without SIGPIPE: a guest that hangs up mid-answer must never kill
+ * the sidecar, whatever the process's signal setup. */
+static ssize_t send_iov(int fd, struct iovec *iov, int cnt)
+{
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+	return sendmsg(fd, &mh, MSG_NOSIGNAL);
+}
+
 static int want_out(struct http_server *s, struct conn *c)
 {
 	/* Writing: stop reading (bounds what a pipelining client can queue). */
@@ -362,7 +379,7 @@ static int send_response(struct conn *c, const char *head, size_t hlen,
 			 const char *body, size_t blen, struct blob *blob)
 {
 	struct iovec iov[2] = {{(void *)head, hlen}, {(void *)body, blen}};
-	ssize_t n = writev(c->fd, iov, blen ? 2 : 1);
+	ssize_t n = send_iov(c->fd, iov, blen ? 2 : 1);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			blob_unref(blob);
@@ -416,7 +433,7 @@ static int flush_pending(struct conn *c)
 		if (c->blob)
 			iov[cnt++] = (struct iovec){c->blob->data + c->blob_off,
 						    c->blob->len - c->blob_off};
-		ssize_t n = writev(c->fd, iov, cnt);
+		ssize_t n = send_iov(c->fd, iov, cnt);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 1;
@@ -853,8 +870,42 @@ static int make_room(struct http_server *s)
 	return 0;
 }
 
+static int conn_add(struct http_server *s, int fd, const struct sockaddr_storage *peer)
+{
+	if (s->nconns >= s->lim.max_conns && make_room(s) < 0)
+		return -EMFILE;
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	c->srv = s;
+	if (peer)
+		c->peer = *peer;
+	c->started = 1; /* the head clock runs from accept */
+	c->list = L_READING;
+	int r = loop_add(s->loop, fd, LOOP_READABLE, conn_io, c);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	s->nconns++;
+	c->deadline = loop_now_ms(s->loop) + s->lim.header_timeout_ms;
+	clist_append(&s->lists[L_READING], c);
+	timer_want(s, c->deadline);
+	return 0;
+}
+
+int http_server_adopt(struct http_server *s, int fd, const struct sockaddr_storage *peer)
+{
+	int r = conn_add(s, fd, peer);
+	if (r < 0)
+		close(fd);
+	return r;
+}
+
 static void on_accept(struct loop *l, int lfd, void *data, int mask)
 {
+	(void)l;
 	(void)mask;
 	struct http_server *s = data;
 	for (int i = 0; i < 64; i++) {
@@ -863,33 +914,12 @@ static void on_accept(struct loop *l, int lfd, void *data, int mask)
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error such as EMFILE */
-		if (s->nconns >= s->lim.max_conns && make_room(s) < 0) {
-			close(fd);
-			continue;
-		}
-		struct conn *c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->srv = s;
-		c->peer = peer;
-		c->started = 1; /* the head clock runs from accept */
-		c->list = L_READING;
-		if (loop_add(l, fd, LOOP_READABLE, conn_io, c) < 0) {
-			close(fd);
-			free(c);
-			continue;
-		}
 		int one = 1;
 		/* Responses leave in one writev; Nagle would only delay the
 		 * tail of a partial write. */
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		s->nconns++;
-		c->deadline = loop_now_ms(l) + s->lim.header_timeout_ms;
-		clist_append(&s->lists[L_READING], c);
-		timer_want(s, c->deadline);
+		if (conn_add(s, fd, &peer) < 0)
+			close(fd);
 	}
 }
 

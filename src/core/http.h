@@ -107,6 +107,9 @@ void http_server_free(struct http_server *s);
 
 /* Takes ownership of a listening, non-blocking socket.  0 or -errno. */
 int http_server_listen_fd(struct http_server *s, int fd);
+/* Takes ownership of an already connected, non-blocking socket (tests and
+ * fuzzers feed the core through a socketpair).  0 or -errno (fd closed). */
+int http_server_adopt(struct http_server *s, int fd, const struct sockaddr_storage *peer);
 /* Closes one listener taken earlier (the plumbing replaces listeners whose
  * device came back with a new ifindex). */
 void http_server_close_listener(struct http_server *s, int fd);

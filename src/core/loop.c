@@ -138,6 +138,50 @@ uint64_t loop_now_ms(const struct loop *l)
 	return l->now_ms;
 }
 
+/* One wait and dispatch.  Returns the number of fds handled, or -errno. */
+static int loop_poll(struct loop *l, int timeout_ms)
+{
+	int n = epoll_wait(l->epfd, l->ready, LOOP_BATCH, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	l->now_ms = loop_clock_ms();
+	for (int i = 0; i < n; i++) {
+		int fd = l->ready[i].data.fd;
+		uint32_t ev = l->ready[i].events;
+		struct loop_file *f = &l->files[fd];
+		/* Errors and hang-ups go to whichever handler exists, so the
+		 * owner sees them through its own read or write. */
+		int fired = 0;
+		if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			fired |= LOOP_READABLE;
+		if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			fired |= LOOP_WRITABLE;
+		fired &= f->mask;
+		if (!fired)
+			continue;
+		/* One owner for both directions gets one call with both bits. */
+		if (f->rproc == f->wproc || !(fired & LOOP_WRITABLE)) {
+			loop_file_proc *p = (fired & LOOP_READABLE) ? f->rproc : f->wproc;
+			if (p)
+				p(l, fd, f->data, fired);
+			continue;
+		}
+		if ((fired & LOOP_READABLE) && f->rproc)
+			f->rproc(l, fd, f->data, LOOP_READABLE);
+		/* The read handler may have closed or re-registered fd. */
+		if ((f->mask & LOOP_WRITABLE) && f->wproc)
+			f->wproc(l, fd, f->data, LOOP_WRITABLE);
+	}
+	return n;
+}
+
+int loop_once(struct loop *l, int timeout_ms)
+{
+	if (l->before_sleep)
+		l->before_sleep(l, l->before_sleep_data);
+	return loop_poll(l, timeout_ms);
+}
+
 int loop_run(struct loop *l)
 {
 	l->stop = 0;
@@ -146,40 +190,9 @@ int loop_run(struct loop *l)
 			l->before_sleep(l, l->before_sleep_data);
 		if (l->stop)
 			break;
-		int n = epoll_wait(l->epfd, l->ready, LOOP_BATCH, -1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		l->now_ms = loop_clock_ms();
-		for (int i = 0; i < n; i++) {
-			int fd = l->ready[i].data.fd;
-			uint32_t ev = l->ready[i].events;
-			struct loop_file *f = &l->files[fd];
-			/* Errors and hang-ups go to whichever handler exists, so the
-			 * owner sees them through its own read or write. */
-			int fired = 0;
-			if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
-				fired |= LOOP_READABLE;
-			if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-				fired |= LOOP_WRITABLE;
-			fired &= f->mask;
-			if (!fired)
-				continue;
-			/* One owner for both directions gets one call with both bits. */
-			if (f->rproc == f->wproc || !(fired & LOOP_WRITABLE)) {
-				loop_file_proc *p = (fired & LOOP_READABLE) ? f->rproc : f->wproc;
-				if (p)
-					p(l, fd, f->data, fired);
-				continue;
-			}
-			if ((fired & LOOP_READABLE) && f->rproc)
-				f->rproc(l, fd, f->data, LOOP_READABLE);
-			/* The read handler may have closed or re-registered fd. */
-			if ((f->mask & LOOP_WRITABLE) && f->wproc)
-				f->wproc(l, fd, f->data, LOOP_WRITABLE);
-		}
+		int r = loop_poll(l, -1);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

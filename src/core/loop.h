@@ -37,6 +37,10 @@ void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data);
 /* Run until loop_stop().  Returns 0, or -errno if epoll_wait fails hard. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
+/* One iteration: before-sleep hook, wait up to timeout_ms (-1: forever),
+ * dispatch.  Returns the number of ready fds, or -errno.  For tests and
+ * fuzzers that drive the loop step by step. */
+int loop_once(struct loop *l, int timeout_ms);
 
 /* Monotonic time in milliseconds / microseconds.  loop_now_ms() is cached
  * once per iteration (what timeouts compare against); the _us variant

@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "http.h"
 #include "imds.h"
@@ -172,8 +173,9 @@ static int cmd_server(int argc, char **argv, int networked)
 		fprintf(stderr, "imds-server: %s\n", strerror(-r));
 		goto out;
 	}
-	log_info("serving %s/%s on %s (rate limit %u/s)", cfg.ns, cfg.vm_name, cfg.listen_addr,
-		 cfg.rate_limit);
+	char where[80];
+	log_info("serving %s/%s on %s (rate limit %u/s)", cfg.ns, cfg.vm_name,
+		 addr_local(fd, where, sizeof(where)), cfg.rate_limit);
 	r = loop_run(l);
 	log_flush();
 	if (r < 0) {
@@ -193,6 +195,7 @@ out:
 int main(int argc, char **argv)
 {
 	log_init("imds-server");
+	signal(SIGPIPE, SIG_IGN); /* a closed peer is an error return, not a death */
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage, argc < 2 ? stderr : stdout);

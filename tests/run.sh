@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` runs it:
+#   builds (debug, ASan+UBSan, static musl, libFuzzer), then runs
+#   - unit tests (cmocka) in the debug and the ASan build,
+#   - integration suites (tests/integration/*.sh) against both servers,
+#   - every fuzz target for a bounded time over its committed corpus,
+# and ends with one line: "N passed, N failed[, N skipped]".
+# Options (environment): FUZZ_SECONDS (default 60 for the HTTP request
+# path, a quarter of it for the smaller parsers), TESTS (a regex of suite
+# names to run, e.g. TESTS='unit|http').
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+TESTS=${TESTS:-.}
+OUT=$REPO/build/test-results
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+pass=0 fail=0 skipped=0
+failed_names=()
+
+# Counts the TAP lines of a suite's output and echoes them, prefixed.
+record() {
+	local suite=$1 log=$2 status=$3 line n_fail=0
+	while IFS= read -r line; do
+		case "$line" in
+		"not ok "*"# SKIP"* | "ok "*"# SKIP"*)
+			skipped=$((skipped + 1)); echo "  [skip] $suite: ${line#*# SKIP}" ;;
+		"ok "*)
+			pass=$((pass + 1)); echo "  [ ok ] $suite: ${line#ok * - }" ;;
+		"not ok "*)
+			fail=$((fail + 1)); n_fail=$((n_fail + 1))
+			failed_names+=("$suite: ${line#not ok * - }")
+			echo "  [FAIL] $suite: ${line#not ok * - }" ;;
+		"#"*)
+			((n_fail)) && echo "         $line" ;;
+		esac
+	done <"$log"
+	# A suite that died without saying why still counts as a failure.
+	if ((status != 0 && n_fail == 0)); then
+		fail=$((fail + 1))
+		failed_names+=("$suite: exited with status $status")
+		echo "  [FAIL] $suite: exited with status $status; last lines:"
+		tail -n 15 "$log" | sed 's/^/         /'
+	fi
+}
+
+run_suite() { # name cmd...
+	local name=$1
+	shift
+	[[ "$name" =~ $TESTS ]] || return 0
+	local log
+	log="$OUT/$(echo "$name" | tr '/: ' '___').log"
+	echo "== $name"
+	local t0=$SECONDS
+	"$@" >"$log" 2>&1
+	local st=$?
+	record "$name" "$log" "$st"
+	echo "   ($((SECONDS - t0)) s, log: ${log#"$REPO"/})"
+}
+
+build() { # name make-args...
+	local name=$1
+	shift
+	local log="$OUT/build-$name.log"
+	echo "== build $name"
+	if make --no-print-directory "$@" >"$log" 2>&1; then
+		pass=$((pass + 1)); echo "  [ ok ] build $name"
+	else
+		fail=$((fail + 1)); failed_names+=("build $name")
+		echo "  [FAIL] build $name"; tail -n 30 "$log" | sed 's/^/         /'
+	fi
+}
+
+unit_suite() { # variant
+	local bin st=0
+	for bin in build/"$1"/tests/test_*; do
+		[[ -x "$bin" ]] || continue
+		echo "# $bin"
+		CMOCKA_MESSAGE_OUTPUT=TAP "$bin" || st=1
+	done
+	return $st
+}
+
+fuzz_one() { # target seconds
+	local t=$1 secs=$2 corpus="tests/fuzz/corpus/${1#fuzz_}" work
+	work=$(mktemp -d)
+	# New inputs go to a scratch dir; the committed corpus is read-only here.
+	if [[ ! -d "$corpus" ]]; then
+		echo "not ok 1 - $t: no seed corpus at $corpus"
+		return 1
+	fi
+	if "build/fuzz/fuzz/$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
+		-print_final_stats=1 "$work" "$corpus" >"$OUT/$t.fuzz.log" 2>&1; then
+		local runs
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t.fuzz.log")
+		echo "ok 1 - $t: ${runs:-?} runs in ${secs}s, no crash"
+		rm -rf "$work"
+		return 0
+	fi
+	echo "not ok 1 - $t: crash or leak (inputs kept in $work)"
+	grep -A30 -E 'ERROR|runtime error|SUMMARY' "$OUT/$t.fuzz.log" | head -60 | sed 's/^/# /'
+	return 1
+}
+
+echo "kubevirt-imds test suite ($(date -u +%FT%TZ))"
+build debug all
+build asan asan
+build static static
+build fuzz fuzz
+
+export IMDS_TEST_TMPDIR=$OUT
+for v in debug asan; do
+	run_suite "unit/$v" unit_suite "$v"
+done
+for v in debug asan; do
+	for s in tests/integration/*.sh; do
+		[[ -e "$s" ]] || continue
+		n=$(basename "$s" .sh)
+		run_suite "$n/$v" env IMDS_SERVER="$REPO/build/$v/imds-server" IMDS_VARIANT="$v" bash "$s"
+	done
+done
+for f in build/fuzz/fuzz/fuzz_*; do
+	[[ -x "$f" ]] || continue
+	t=$(basename "$f")
+	secs=$((FUZZ_SECONDS / 4))
+	[[ "$t" == fuzz_http ]] && secs=$FUZZ_SECONDS
+	((secs > 0)) || secs=1
+	run_suite "fuzz/$t" fuzz_one "$t" "$secs"
+done
+
+echo
+if ((fail)); then
+	echo "failed:"
+	printf '  %s\n' "${failed_names[@]}"
+fi
+summary="$pass passed, $fail failed"
+((skipped)) && summary+=", $skipped skipped"
+echo "$summary"
+((fail == 0))
