@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audience.h"
 #include "blob.h"
 #include "dfile.h"
 #include "jwt.h"
@@ -80,32 +81,6 @@ int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_
 		i = end + 1;
 	}
 	return -ENOENT;
-}
-
-int imds_audience_dir(const char *aud, size_t n, char *out, size_t cap)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	if (n == 0 || (n == 1 && aud[0] == '.') || (n == 2 && aud[0] == '.' && aud[1] == '.'))
-		return -EINVAL;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)aud[i];
-		if (c <= 0x20 || c >= 0x7f)
-			return -EINVAL; /* audiences are printable ASCII */
-		int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			    c == '.' || c == '_' || c == '-';
-		if (o + (plain ? 1 : 3) >= cap)
-			return -ENOSPC;
-		if (plain) {
-			out[o++] = (char)c;
-		} else {
-			out[o++] = '%';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
-	return (int)o;
 }
 
 static struct blob *sbuf_blob(struct sbuf *b)
@@ -229,7 +204,7 @@ static void do_token(struct imds_app *a, const struct http_request *req, struct 
 		return;
 	}
 	if (an > 0) {
-		if (imds_audience_dir(aud, (size_t)an, dir, sizeof(dir)) < 0) {
+		if (audience_dir(aud, (size_t)an, dir, sizeof(dir)) < 0) {
 			http_res_error(res, 400, "bad_audience",
 				       "audience: must be printable ASCII without spaces");
 			return;

@@ -20,12 +20,6 @@ struct http_server *imds_app_http(struct imds_app *a);
 /* The request handler (exposed for unit tests). */
 void imds_handle(const struct http_request *req, struct http_response *res, void *app);
 
-/* Token directory name for an audience: bytes outside [A-Za-z0-9._-]
- * percent-encoded, so any audience (often a URL) is one safe path
- * component; "." and ".." and empty are refused.  The webhook mounts
- * audience A's token at <token dir>/<imds_audience_dir(A)>/token.
- * Returns the length, or -EINVAL / -ENOSPC. */
-int imds_audience_dir(const char *aud, size_t n, char *out, size_t cap);
 /* The decoded value of key in a query string (percent-decoding, '+' as
  * space).  Length, -ENOENT when absent, -EINVAL on a bad escape, -ENOSPC. */
 int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap);
