@@ -89,15 +89,31 @@ static void remember(struct dfile *f, const struct stat *st)
 	f->ctim = st->st_ctim;
 }
 
+/* stat() of the first candidate that exists; -ENOENT when none does. */
+static int pick(struct dfile *f, struct stat *st)
+{
+	int r = -ENOENT;
+	for (unsigned i = 0; i < f->ncand; i++) {
+		if (stat(f->cand[i], st) == 0) {
+			f->path = f->cand[i];
+			return 0;
+		}
+		if (errno != ENOENT)
+			r = -errno;
+	}
+	return r;
+}
+
 /* stat, then read; if the file changed between the two, the next request
  * sees a different stat and reads again, so no update is ever lost. */
 static int load(struct dfile *f)
 {
 	struct stat st;
-	if (stat(f->path, &st) < 0)
-		return -errno;
+	int r = pick(f, &st);
+	if (r < 0)
+		return r;
 	struct blob *b = NULL;
-	int r = dfile_read(f->path, DFILE_MAX, &b);
+	r = dfile_read(f->path, DFILE_MAX, &b);
 	if (r < 0)
 		return r;
 	blob_unref(f->blob);
@@ -111,26 +127,44 @@ static const char *why(int r)
 	return r == -EFBIG ? "larger than 16 MiB" : r == -EINVAL ? "not a regular file" : strerror(-r);
 }
 
-int dfile_open(struct dfile *f, const char *name, const char *path, char *err, size_t errlen)
+int dfile_open(struct dfile *f, const char *name, const char *paths, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof(*f));
 	f->name = name;
-	f->path = path;
-	if (!path)
+	if (!paths)
 		return 0;
+	f->list = strdup(paths);
+	if (!f->list) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	for (char *save = NULL, *t = strtok_r(f->list, ":", &save); t;
+	     t = strtok_r(NULL, ":", &save)) {
+		if (f->ncand == DFILE_MAX_CANDIDATES) {
+			snprintf(err, errlen, "%s: at most %d paths", name, DFILE_MAX_CANDIDATES);
+			return -EINVAL;
+		}
+		f->cand[f->ncand++] = t;
+	}
+	if (!f->ncand) {
+		snprintf(err, errlen, "%s: empty path list", name);
+		return -EINVAL;
+	}
+	f->path = f->cand[0];
 	int r = load(f);
 	if (r < 0)
-		snprintf(err, errlen, "%s: cannot read '%s': %s", name, path, why(r));
+		snprintf(err, errlen, "%s: cannot read '%s': %s", name, paths, why(r));
 	return r;
 }
 
 struct blob *dfile_get(struct dfile *f)
 {
-	if (!f->path)
+	if (!f->ncand)
 		return NULL;
 	struct stat st;
-	int r = stat(f->path, &st) < 0 ? -errno : 0;
-	if (r == 0 && same(f, &st))
+	const char *was = f->path;
+	int r = pick(f, &st);
+	if (r == 0 && f->path == was && same(f, &st))
 		return f->blob;
 	if (r == 0)
 		r = load(f);
@@ -150,4 +184,7 @@ void dfile_close(struct dfile *f)
 {
 	blob_unref(f->blob);
 	f->blob = NULL;
+	free(f->list);
+	f->list = NULL;
+	f->ncand = 0;
 }

@@ -15,8 +15,16 @@
  * mounted by other means and still bounds memory. */
 #define DFILE_MAX (16u << 20)
 
+/* A setting may list candidates, "a:b": the first that exists is read.
+ * The webhook uses it for a user-data Secret, whose key is `userdata`
+ * (KubeVirt's convention) or `user-data`: it cannot look inside. */
+#define DFILE_MAX_CANDIDATES 4
+
 struct dfile {
-	const char *path; /* borrowed; NULL: no file */
+	const char *path; /* the candidate in use; NULL: no file */
+	char *list;       /* owned copy of the setting, split at ':' */
+	const char *cand[DFILE_MAX_CANDIDATES];
+	unsigned ncand;
 	const char *name; /* the setting, for messages */
 	struct blob *blob;
 	dev_t dev;
@@ -26,8 +34,8 @@ struct dfile {
 	int stale;        /* the last reload failed; serving older bytes */
 };
 
-/* Loads path now.  0, or -errno with a message naming the setting. */
-int dfile_open(struct dfile *f, const char *name, const char *path, char *err, size_t errlen);
+/* Loads the first existing candidate of paths now.  0, or -errno with a message naming the setting. */
+int dfile_open(struct dfile *f, const char *name, const char *paths, char *err, size_t errlen);
 /* The current bytes (borrowed; blob_ref() to keep them), reloading first if
  * the file changed.  A failed reload keeps the previous bytes and logs once. */
 struct blob *dfile_get(struct dfile *f);
