@@ -24,6 +24,8 @@ enum conn_list { L_READING, L_IDLE, L_WRITING, L_COUNT };
 struct conn {
 	int fd;
 	struct http_server *srv;
+	void *tr;               /* transport state (TLS), NULL for plain */
+	int want;               /* what the transport waits for to go on reading */
 	enum conn_list list;
 	struct conn *prev, *next;
 	uint64_t deadline;
@@ -61,6 +63,7 @@ struct parse {
 
 struct http_server {
 	struct loop *loop;
+	const struct http_transport *tr;
 	struct http_limits lim;
 	http_handler *handler;
 	http_logger *logger;
@@ -218,6 +221,8 @@ static void conn_move(struct http_server *s, struct conn *c, enum conn_list to, 
 static void conn_free(struct http_server *s, struct conn *c)
 {
 	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
+	if (c->tr && s->tr)
+		s->tr->close(c->tr); /* may still write a TLS close_notify */
 	close(c->fd);
 	clist_remove(&s->lists[c->list], c);
 	free(c->in);
@@ -359,11 +364,22 @@ static const char *date_now(struct http_server *s)
 static void conn_io(struct loop *l, int fd, void *data, int mask);
 
 /* writev without SIGPIPE: a guest that hangs up mid-answer must never kill
- * the sidecar, whatever the process's signal setup. */
-static ssize_t send_iov(int fd, struct iovec *iov, int cnt)
+ * the sidecar, whatever the process's signal setup.  Through the
+ * transport when there is one; -1 with errno set, like writev. */
+static ssize_t send_iov(struct conn *c, struct iovec *iov, int cnt)
 {
+	struct http_server *s = c->srv;
+	if (c->tr && s->tr) {
+		int want = 0;
+		ssize_t n = s->tr->writev(c->tr, c->fd, iov, cnt, &want);
+		if (n < 0) {
+			errno = (int)-n;
+			return -1;
+		}
+		return n;
+	}
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-	return sendmsg(fd, &mh, MSG_NOSIGNAL);
+	return sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 }
 
 static int want_out(struct http_server *s, struct conn *c)
@@ -379,7 +395,7 @@ static int send_response(struct conn *c, const char *head, size_t hlen,
 			 const char *body, size_t blen, struct blob *blob)
 {
 	struct iovec iov[2] = {{(void *)head, hlen}, {(void *)body, blen}};
-	ssize_t n = send_iov(c->fd, iov, blen ? 2 : 1);
+	ssize_t n = send_iov(c, iov, blen ? 2 : 1);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			blob_unref(blob);
@@ -433,7 +449,7 @@ static int flush_pending(struct conn *c)
 		if (c->blob)
 			iov[cnt++] = (struct iovec){c->blob->data + c->blob_off,
 						    c->blob->len - c->blob_off};
-		ssize_t n = send_iov(c->fd, iov, cnt);
+		ssize_t n = send_iov(c, iov, cnt);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 1;
@@ -717,25 +733,28 @@ static int hold(struct conn *c, const char *data, size_t len, size_t cap)
 }
 
 /* After I/O: put c on the list its state asks for, or close it. */
-static void settle(struct http_server *s, struct conn *c)
+/* Returns 1 while c lives, 0 once it was freed. */
+static int settle(struct http_server *s, struct conn *c)
 {
 	uint64_t now = loop_now_ms(s->loop);
 	if (c->out || c->blob) {
 		if (c->list != L_WRITING)
 			conn_move(s, c, L_WRITING, now + s->lim.idle_timeout_ms);
-		if (want_out(s, c) < 0)
+		if (want_out(s, c) < 0) {
 			conn_free(s, c);
-		return;
+			return 0;
+		}
+		return 1;
 	}
 	if (c->close_after) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	if (loop_mask(s->loop, c->fd) != LOOP_READABLE) {
 		loop_del(s->loop, c->fd, LOOP_WRITABLE);
 		if (loop_add(s->loop, c->fd, LOOP_READABLE, conn_io, c) < 0) {
 			conn_free(s, c);
-			return;
+			return 0;
 		}
 	}
 	if (c->in_len) {
@@ -745,14 +764,15 @@ static void settle(struct http_server *s, struct conn *c)
 			c->started = 1;
 			conn_move(s, c, L_READING, now + s->lim.header_timeout_ms);
 		}
-		return;
+		return 1;
 	}
 	if (s->draining) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	c->started = 0;
 	conn_move(s, c, L_IDLE, now + s->lim.idle_timeout_ms);
+	return 1;
 }
 
 static size_t in_cap_limit(const struct http_server *s)
@@ -760,7 +780,8 @@ static size_t in_cap_limit(const struct http_server *s)
 	return s->lim.max_head + s->lim.max_body + 1;
 }
 
-static void conn_read(struct http_server *s, struct conn *c)
+/* Returns 1 while c lives, 0 once it was freed. */
+static int conn_read(struct http_server *s, struct conn *c)
 {
 	char *buf;
 	size_t cap;
@@ -776,7 +797,7 @@ static void conn_read(struct http_server *s, struct conn *c)
 			char *n = realloc(c->in, ncap);
 			if (!n) {
 				conn_free(s, c);
-				return;
+				return 0;
 			}
 			c->in = n;
 			c->in_cap = ncap;
@@ -789,36 +810,53 @@ static void conn_read(struct http_server *s, struct conn *c)
 		/* Held input fills the cap: the request cannot be valid. */
 		if (respond_error(s, c, 431, "head_too_large", http_reason(431)) < 0) {
 			conn_free(s, c);
-			return;
+			return 0;
 		}
 		hold(c, NULL, 0, 0);
-		settle(s, c);
-		return;
+		return settle(s, c);
 	}
-	ssize_t n = read(c->fd, buf + have, cap - have);
+	ssize_t n;
+	c->want = 0;
+	if (c->tr && s->tr) {
+		n = s->tr->read(c->tr, c->fd, buf + have, cap - have, &c->want);
+		if (n < 0) {
+			errno = (int)-n;
+			n = -1;
+		}
+	} else {
+		n = read(c->fd, buf + have, cap - have);
+	}
 	if (n == 0) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			conn_free(s, c);
-		return;
+			return 0;
+		}
+		/* The transport may need the socket writable to read on. */
+		if (c->want == LOOP_WRITABLE && !(loop_mask(s->loop, c->fd) & LOOP_WRITABLE) &&
+		    loop_add(s->loop, c->fd, LOOP_WRITABLE, conn_io, c) < 0) {
+			conn_free(s, c);
+			return 0;
+		}
+		return 1;
 	}
 	size_t total = have + (size_t)n;
 	ssize_t used = process(s, c, buf, total);
 	if (used < 0) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	if (!c->close_after &&
 	    hold(c, buf + used, total - (size_t)used, in_cap_limit(s) + s->scratch_cap) < 0) {
 		conn_free(s, c);
-		return;
+		return 0;
 	}
 	if (c->close_after)
 		hold(c, NULL, 0, 0);
-	settle(s, c);
+	return settle(s, c);
 }
 
 static void conn_io(struct loop *l, int fd, void *data, int mask)
@@ -827,6 +865,12 @@ static void conn_io(struct loop *l, int fd, void *data, int mask)
 	(void)fd;
 	struct conn *c = data;
 	struct http_server *s = c->srv;
+	if ((mask & LOOP_WRITABLE) && !c->out && !c->blob) {
+		/* The transport asked for writability in order to read. */
+		loop_del(s->loop, c->fd, LOOP_WRITABLE);
+		conn_read(s, c);
+		return;
+	}
 	if (mask & LOOP_WRITABLE) {
 		int r = flush_pending(c);
 		if (r < 0) {
@@ -843,15 +887,23 @@ static void conn_io(struct loop *l, int fd, void *data, int mask)
 					return;
 				}
 			}
-			settle(s, c);
+			int alive = settle(s, c);
+			while (alive && s->tr && s->tr->pending && !c->out && !c->blob &&
+			       !c->close_after && s->tr->pending(c->tr))
+				alive = conn_read(s, c);
 		} else {
 			/* Progress resets the stall clock. */
 			conn_move(s, c, L_WRITING, loop_now_ms(s->loop) + s->lim.idle_timeout_ms);
 		}
 		return;
 	}
-	if (mask & LOOP_READABLE)
-		conn_read(s, c);
+	if (mask & LOOP_READABLE) {
+		/* TLS may hold decrypted bytes that epoll cannot signal. */
+		int alive = conn_read(s, c);
+		while (alive && s->tr && s->tr->pending && !c->out && !c->blob && !c->close_after &&
+		       s->tr->pending(c->tr))
+			alive = conn_read(s, c);
+	}
 }
 
 /* ---- accepting ------------------------------------------------------------ */
@@ -879,12 +931,21 @@ static int conn_add(struct http_server *s, int fd, const struct sockaddr_storage
 		return -ENOMEM;
 	c->fd = fd;
 	c->srv = s;
+	if (s->tr) {
+		c->tr = s->tr->open(s->tr->ctx, fd);
+		if (!c->tr) {
+			free(c);
+			return -EPROTO;
+		}
+	}
 	if (peer)
 		c->peer = *peer;
 	c->started = 1; /* the head clock runs from accept */
 	c->list = L_READING;
 	int r = loop_add(s->loop, fd, LOOP_READABLE, conn_io, c);
 	if (r < 0) {
+		if (c->tr)
+			s->tr->close(c->tr);
 		free(c);
 		return r;
 	}
@@ -1032,6 +1093,11 @@ void http_server_close_listener(struct http_server *s, int fd)
 			return;
 		}
 	}
+}
+
+void http_server_set_transport(struct http_server *s, const struct http_transport *t)
+{
+	s->tr = t;
 }
 
 unsigned http_server_conn_count(const struct http_server *s)

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "blob.h"
 #include "loop.h"
@@ -95,6 +97,20 @@ void http_res_text(struct http_response *res, int status, const char *ctype, con
 void http_res_error(struct http_response *res, int status, const char *code, const char *message);
 const char *http_reason(int status);
 
+/* A transport under the HTTP core: plain sockets by default, TLS for the
+ * webhook.  read/writev return bytes (> 0), 0 at EOF, or -errno; -EAGAIN
+ * sets *want to LOOP_READABLE or LOOP_WRITABLE (TLS may need to write in
+ * order to read, and the other way round).  pending() tells that bytes are
+ * buffered inside the transport, where epoll cannot see them. */
+struct http_transport {
+	void *(*open)(void *ctx, int fd);  /* NULL: refuse the connection */
+	ssize_t (*read)(void *conn, int fd, void *buf, size_t len, int *want);
+	ssize_t (*writev)(void *conn, int fd, const struct iovec *iov, int cnt, int *want);
+	size_t (*pending)(void *conn);
+	void (*close)(void *conn);
+	void *ctx;
+};
+
 struct http_server;
 typedef void http_handler(const struct http_request *req, struct http_response *res, void *ud);
 /* Called once per finished request (for the access log). */
@@ -102,6 +118,9 @@ typedef void http_logger(const struct http_request *req, int status, size_t byte
 
 struct http_server *http_server_new(struct loop *l, const struct http_limits *lim,
 				    http_handler *handler, http_logger *logger, void *ud);
+/* Use t (borrowed, must outlive the server) for connections accepted from
+ * now on.  Without it, plain sockets. */
+void http_server_set_transport(struct http_server *s, const struct http_transport *t);
 /* Frees connections and listeners; NULL is a no-op. */
 void http_server_free(struct http_server *s);
 

@@ -83,12 +83,13 @@ int utf8_valid(const char *s, size_t n)
 	return 0;
 }
 
-/* Characters YAML forbids in a stream even inside quotes (not in its
- * printable set): C0 and C1 controls but NEL, DEL, U+FFFE, U+FFFF. */
+/* Characters that cannot stand raw inside a double-quoted scalar: what
+ * YAML forbids in a stream (C0 and C1 controls, DEL, U+FFFE, U+FFFF), and
+ * the line breaks NEL, LS and PS, which a reader folds into a space. */
 static int needs_escape(uint32_t cp)
 {
-	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f && cp != 0x85) ||
-	       cp == 0xfffe || cp == 0xffff;
+	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 ||
+	       cp == 0x2029 || cp == 0xfffe || cp == 0xffff;
 }
 
 void yaml_scalar(struct sbuf *b, const char *s, size_t n)
