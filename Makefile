@@ -24,7 +24,11 @@ VERSION := $(shell git -C $(TOP) describe --always --dirty 2>/dev/null || echo d
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wformat=2 -Wstrict-prototypes \
 	-Wmissing-prototypes -Wvla -Werror
 CPPFLAGS_COMMON := -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 -DIMDS_VERSION='"$(VERSION)"' \
-	-Isrc/core -Isrc/sidecar -isystem $(LLHTTP_INC)
+	-Isrc/core -isystem $(LLHTTP_INC)
+JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
+WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
+# Each program sees its own folder and the core, never the other's.
+DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(findstring fuzz_adm,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -57,27 +61,33 @@ CFLAGS := $(CFLAGS_COMMON) $(OPT) $(WARN) $(EXTRA_CFLAGS)
 
 CORE_SRC := $(sort $(wildcard src/core/*.c))
 SIDECAR_SRC := $(filter-out src/sidecar/main.c,$(sort $(wildcard src/sidecar/*.c)))
+WEBHOOK_SRC := $(filter-out src/webhook/main.c,$(sort $(wildcard src/webhook/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 SIDECAR_OBJ := $(SIDECAR_SRC:%.c=$(B)/%.o)
+WEBHOOK_OBJ := $(WEBHOOK_SRC:%.c=$(B)/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(B)/llhttp/%.o,$(LLHTTP_SRC))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
+WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 
-.PHONY: all server static asan fuzz unit-bins test demo bench clean help deps-build \
+.PHONY: all server webhook build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server
 
 all: deps-build
 	@$(MAKE) --no-print-directory VARIANT=debug server
 
 build build-server: all
+build-webhook: deps-build
+	@$(MAKE) --no-print-directory VARIANT=debug webhook
 
-## server: the imds-server binary of the current VARIANT
+## server / webhook: the binaries of the current VARIANT
 server: $(B)/imds-server
+webhook: $(B)/imds-webhook
 
 static: deps-build
 	@$(MAKE) --no-print-directory VARIANT=static server
@@ -109,7 +119,7 @@ endif
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # llhttp is generated C: compile it as it is, without our warning set.
 $(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c
@@ -123,6 +133,9 @@ $(B)/libcore.a: $(CORE_OBJ)
 $(B)/libsidecar.a: $(SIDECAR_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+$(B)/libwebhook.a: $(WEBHOOK_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 $(B)/libllhttp.a: $(LLHTTP_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -130,13 +143,23 @@ $(B)/libllhttp.a: $(LLHTTP_OBJ)
 $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
 
+$(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
+
+# Unit tests and fuzzers: test_wh_* / fuzz_admission* belong to the webhook.
+$(B)/tests/test_wh_%: tests/unit/test_wh_%.c $(WH_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
 $(B)/tests/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
+	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
 
+$(B)/fuzz/fuzz_adm%: tests/fuzz/fuzz_adm%.c $(WH_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
 
 ## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
 test:

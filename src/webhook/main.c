@@ -1,0 +1,307 @@
+/* imds-webhook: the mutating admission webhook (SPEC §5).  One HTTPS
+ * listener on the shared event loop: POST /mutate (and per-kind aliases),
+ * GET /healthz, /readyz, /metrics. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "admission.h"
+#include "dfile.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+#include "metrics.h"
+#include "sbuf.h"
+#include "tls.h"
+
+#ifndef IMDS_VERSION
+#define IMDS_VERSION "dev"
+#endif
+
+#define EXIT_CONFIG 2
+/* The API server caps request bodies at 3 MiB; so do we (413 past it). */
+#define WEBHOOK_MAX_BODY (3u << 20)
+
+static const char usage[] =
+	"usage: imds-webhook [flags]\n"
+	"  --listen ADDR              HTTPS listen address (default :8443)\n"
+	"  --tls-cert-file FILE       serving certificate (default /etc/webhook/certs/tls.crt)\n"
+	"  --tls-key-file FILE        its key (default /etc/webhook/certs/tls.key)\n"
+	"  --imds-image IMAGE         imds-server image to inject (required; $IMDS_IMAGE overrides)\n"
+	"  --sidecar-mode MODE        native (init container, restartPolicy Always; k8s >= 1.29)\n"
+	"                             or container (a plain container, older clusters)\n"
+	"  --vendor-data-file FILE    cluster-wide vendor-data for pods that set none\n"
+	"  --sidecar-cpu Q            CPU request of the sidecar (default 10m)\n"
+	"  --sidecar-memory Q         memory request (default 16Mi)\n"
+	"  --sidecar-memory-limit Q   memory limit when the pod is not Guaranteed (default 32Mi)\n"
+	"  --version, --help\n";
+
+struct webhook {
+	struct loop *loop;
+	struct http_server *http;
+	struct tls_server *tls;
+	struct admission_config acfg;
+	struct dfile vendor;
+	struct metrics metrics;
+	int sig_fd;
+	char *metrics_buf;
+	size_t metrics_cap;
+};
+
+static void answer_review(struct webhook *w, const struct http_request *req,
+			  struct http_response *res)
+{
+	/* Cluster-wide vendor-data follows its file (a mounted ConfigMap). */
+	struct blob *vd = dfile_get(&w->vendor);
+	w->acfg.vendor_data = vd && vd->len ? vd->data : NULL;
+	struct admission_result ar;
+	memset(&ar, 0, sizeof(ar));
+	admission_handle(&w->acfg, req->body.p, req->body.n, &ar);
+	uint64_t us = loop_clock_us() - req->start_us;
+	metrics_observe(&w->metrics, (unsigned)ar.kind, (unsigned)ar.outcome, us);
+	if (ar.outcome != ADM_SKIPPED)
+		log_info("review: %s", ar.reason); /* never user-data */
+	if (ar.body) {
+		res->status = ar.http_status;
+		res->content_type = "application/json";
+		res->blob = blob_new(ar.body, ar.body_len); /* the core takes it */
+		if (!res->blob)
+			http_res_error(res, 500, "internal", "out of memory");
+	} else {
+		http_res_error(res, 500, "internal", "no answer");
+	}
+	admission_result_free(&ar);
+}
+
+static int is_mutate_path(struct http_span p)
+{
+	return http_span_eq(p, "/mutate") || http_span_eq(p, "/mutate-pods") ||
+	       http_span_eq(p, "/mutate-virtualmachines") ||
+	       http_span_eq(p, "/mutate-virtualmachineinstances");
+}
+
+static void handle(const struct http_request *req, struct http_response *res, void *ud)
+{
+	struct webhook *w = ud;
+	struct http_span p = req->path;
+	if (is_mutate_path(p)) {
+		if (req->method != HTTP_M_POST) {
+			http_res_error(res, 405, "method_not_allowed", "use POST");
+			http_res_header(res, "Allow", "POST");
+			return;
+		}
+		answer_review(w, req, res);
+		return;
+	}
+	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
+		http_res_error(res, 405, "method_not_allowed", "only GET and HEAD are supported");
+		http_res_header(res, "Allow", "GET, HEAD");
+		return;
+	}
+	if (http_span_eq(p, "/healthz")) {
+		http_res_text(res, 200, "text/plain", "ok", 2);
+	} else if (http_span_eq(p, "/readyz")) {
+		if (tls_server_ready(w->tls))
+			http_res_text(res, 200, "text/plain", "ok", 2);
+		else
+			http_res_error(res, 503, "not_ready", "no serving certificate loaded yet");
+	} else if (http_span_eq(p, "/metrics")) {
+		struct metrics_tls mt = {
+			.not_after = tls_server_not_after(w->tls),
+			.reloads = tls_server_reloads(w->tls),
+			.reload_failures = tls_server_reload_failures(w->tls),
+			.handshake_failures = tls_server_handshake_failures(w->tls),
+			.ready = tls_server_ready(w->tls),
+		};
+		struct sbuf b = SBUF_INIT(w->metrics_buf, w->metrics_cap);
+		metrics_render(&w->metrics, &mt, &b);
+		if (b.overflow)
+			http_res_error(res, 500, "internal", "metrics buffer too small");
+		else
+			http_res_text(res, 200, "text/plain; version=0.0.4", b.p, b.len);
+	} else {
+		http_res_error(res, 404, "not_found", "no such path");
+	}
+}
+
+static void access_log(const struct http_request *req, int status, size_t bytes, void *ud)
+{
+	(void)ud;
+	uint64_t us = req->start_us ? loop_clock_us() - req->start_us : 0;
+	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n, status,
+		   bytes, us);
+}
+
+static void drained(void *ud)
+{
+	loop_stop(ud);
+}
+
+static void on_signal(struct loop *l, int fd, void *data, int mask)
+{
+	(void)mask;
+	struct webhook *w = data;
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	log_info("signal %u: finishing %u open connection(s)", si.ssi_signo,
+		 http_server_conn_count(w->http));
+	loop_del(l, fd, LOOP_READABLE);
+	http_server_drain(w->http, drained, l);
+}
+
+static void before_sleep(struct loop *l, void *data)
+{
+	(void)l;
+	(void)data;
+	log_flush();
+}
+
+static int flag(int argc, char **argv, int *i, const char *name, const char **out)
+{
+	size_t n = strlen(name);
+	if (strcmp(argv[*i], name) == 0) {
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "imds-webhook: %s needs a value\n", name);
+			exit(EXIT_CONFIG);
+		}
+		*out = argv[++*i];
+		return 1;
+	}
+	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') {
+		*out = argv[*i] + n + 1;
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	log_init("imds-webhook");
+	signal(SIGPIPE, SIG_IGN);
+	const char *listen_addr = ":8443";
+	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
+	const char *image = NULL, *mode = "native", *vendor_file = NULL;
+	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi";
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "version") == 0) {
+			printf("imds-webhook %s\n", IMDS_VERSION);
+			return 0;
+		}
+		if (flag(argc, argv, &i, "--listen", &listen_addr) ||
+		    flag(argc, argv, &i, "--tls-cert-file", &cert) ||
+		    flag(argc, argv, &i, "--tls-key-file", &key) ||
+		    flag(argc, argv, &i, "--imds-image", &image) ||
+		    flag(argc, argv, &i, "--sidecar-mode", &mode) ||
+		    flag(argc, argv, &i, "--vendor-data-file", &vendor_file) ||
+		    flag(argc, argv, &i, "--sidecar-cpu", &cpu) ||
+		    flag(argc, argv, &i, "--sidecar-memory", &mem) ||
+		    flag(argc, argv, &i, "--sidecar-memory-limit", &mem_limit))
+			continue;
+		fprintf(stderr, "imds-webhook: unknown argument '%s'\n%s", argv[i], usage);
+		return EXIT_CONFIG;
+	}
+	if (getenv("IMDS_IMAGE") && *getenv("IMDS_IMAGE"))
+		image = getenv("IMDS_IMAGE");
+	if (!image) {
+		fprintf(stderr, "imds-webhook: --imds-image: required (or $IMDS_IMAGE)\n");
+		return EXIT_CONFIG;
+	}
+	if (strcmp(mode, "native") != 0 && strcmp(mode, "container") != 0) {
+		fprintf(stderr, "imds-webhook: --sidecar-mode: '%s' is not native or container\n", mode);
+		return EXIT_CONFIG;
+	}
+
+	int status = 1;
+	char err[512];
+	struct webhook w;
+	memset(&w, 0, sizeof(w));
+	w.sig_fd = -1;
+	w.acfg = (struct admission_config){
+		.imds_image = image,
+		.native_sidecar = strcmp(mode, "native") == 0,
+		.cpu = cpu,
+		.memory = mem,
+		.memory_limit = mem_limit,
+	};
+	if (dfile_open(&w.vendor, "--vendor-data-file", vendor_file, err, sizeof(err)) < 0) {
+		fprintf(stderr, "imds-webhook: %s\n", err);
+		return EXIT_CONFIG;
+	}
+	struct http_limits lim = HTTP_LIMITS_DEFAULT;
+	lim.max_body = WEBHOOK_MAX_BODY;
+	/* The API server keeps a few connections per webhook; probes add some. */
+	lim.max_conns = 256;
+	lim.header_timeout_ms = 10000;
+	lim.idle_timeout_ms = 90000; /* longer than Go's 90 s idle keep-alive */
+	w.metrics_cap = 8192;
+	w.metrics_buf = malloc(w.metrics_cap);
+	w.loop = loop_new((int)lim.max_conns + 64);
+	if (!w.loop || !w.metrics_buf) {
+		fprintf(stderr, "imds-webhook: out of memory\n");
+		goto out;
+	}
+	w.tls = tls_server_new(w.loop, cert, key, err, sizeof(err));
+	if (!w.tls) {
+		fprintf(stderr, "imds-webhook: %s\n", err);
+		status = EXIT_CONFIG;
+		goto out;
+	}
+	w.http = http_server_new(w.loop, &lim, handle, access_log, &w);
+	if (!w.http) {
+		fprintf(stderr, "imds-webhook: http server: %s\n", strerror(errno));
+		goto out;
+	}
+	http_server_set_transport(w.http, tls_server_transport(w.tls));
+	int fd = http_listen_addr(listen_addr, 511, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "imds-webhook: %s\n", err);
+		status = fd == -EINVAL ? EXIT_CONFIG : 1;
+		goto out;
+	}
+	if (http_server_listen_fd(w.http, fd) < 0) {
+		close(fd);
+		fprintf(stderr, "imds-webhook: cannot watch the listener\n");
+		goto out;
+	}
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	w.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (w.sig_fd < 0 || loop_add(w.loop, w.sig_fd, LOOP_READABLE, on_signal, &w) < 0) {
+		fprintf(stderr, "imds-webhook: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	loop_set_before_sleep(w.loop, before_sleep, NULL);
+	char where[80];
+	log_info("serving admission reviews on %s (image %s, %s sidecar)",
+		 addr_local(fd, where, sizeof(where)), image, mode);
+	int r = loop_run(w.loop);
+	log_flush();
+	if (r < 0) {
+		log_error("event loop: %s", strerror(-r));
+		goto out;
+	}
+	log_info("stopped");
+	status = 0;
+out:
+	http_server_free(w.http);
+	tls_server_free(w.tls);
+	dfile_close(&w.vendor);
+	if (w.sig_fd >= 0)
+		close(w.sig_fd);
+	loop_free(w.loop);
+	free(w.metrics_buf);
+	return status;
+}
