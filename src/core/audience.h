@@ -2,8 +2,10 @@
  * which mounts it, and the sidecar, which reads it, so the two never drift.
  *
  * The token for audience A is <token dir>/<audience_dir(A)>/token.  Bytes
- * outside [A-Za-z0-9._-] are percent-encoded, so any audience (often a
- * URL) is one safe path component; "." and ".." and empty are refused. */
+ * outside [A-Za-z0-9._-], and a leading '.', are percent-encoded, so any
+ * audience (often a URL) is one safe path component that cannot collide
+ * with kubelet's `..data` entries (nor with the default token's file
+ * `token`, written `%74oken`); "." and ".." and empty are refused. */
 #ifndef IMDS_AUDIENCE_H
 #define IMDS_AUDIENCE_H
 

@@ -16,6 +16,7 @@ void sbuf_put(struct sbuf *b, const void *data, size_t n)
 		return;
 	if (b->cap == 0 || n > b->cap - 1 - b->len) {
 		b->overflow = 1;
+		terminate(b);
 		return;
 	}
 	memcpy(b->p + b->len, data, n);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audience.h"
@@ -75,6 +76,8 @@ int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_
 					return -ENOSPC;
 				out[o++] = c;
 			}
+			if (o >= cap)
+				return -ENOSPC; /* cap 0: not even room for the NUL */
 			out[o] = '\0';
 			return (int)o;
 		}
@@ -211,7 +214,10 @@ static void do_token(struct imds_app *a, const struct http_request *req, struct 
 		}
 		struct sbuf pb = SBUF_INIT(path, sizeof(path));
 		sbuf_printf(&pb, "%s/%s", a->token_dir, dir);
-		if (pb.overflow || access(path, F_OK) < 0) {
+		struct stat st;
+		/* Only a directory is an audience: the token volume also holds the
+		 * default `token` file and kubelet's `..data` entries. */
+		if (pb.overflow || stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			/* No projected volume for it: the webhook mounts one per
 			 * audience named in imds.kubevirt.io/token-audience. */
 			http_res_error(res, 404, "unknown_audience",
