@@ -30,6 +30,7 @@ struct conn {
 	struct conn *prev, *next;
 	uint64_t deadline;
 	int started;            /* bytes of the current request seen */
+	uint64_t req_us;        /* when the current request's bytes began */
 	int close_after;        /* close once output drains */
 	char *in;               /* held input: partial or pipelined requests */
 	size_t in_len, in_cap;
@@ -309,6 +310,11 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 static int on_header_value_complete(llhttp_t *p)
 {
 	struct parse *ps = ps_of(p);
+	/* RFC 9110 §5.5: surrounding whitespace is not part of the value;
+	 * llhttp drops the leading part, the trailing part is ours to drop. */
+	struct http_span *v = &ps->req.hvalue[ps->req.nheaders];
+	while (v->n && (v->p[v->n - 1] == ' ' || v->p[v->n - 1] == '\t'))
+		v->n--;
 	ps->in_field = 0;
 	ps->req.nheaders++;
 	return 0;
@@ -527,20 +533,30 @@ static void response_reset(struct http_response *res)
 	res->close = 0;
 }
 
-/* An error the core itself answers (parse error, limit, timeout). */
+static void split_target(struct http_request *r);
+
+/* An error the core itself answers (parse error, limit, timeout).  The
+ * log line describes this connection's request: its peer, its start, and
+ * the method and target only when they came from this very parse
+ * (parsed != 0); never what another connection left in the parse state. */
 static int respond_error(struct http_server *s, struct conn *c, int status, const char *code,
-			 const char *msg)
+			 const char *msg, int parsed)
 {
 	struct http_response *res = &s->res;
 	response_reset(res);
 	http_res_error(res, status, code, msg);
 	c->close_after = 1;
-	/* The log line still needs a request: a synthetic one with what is known. */
 	struct http_request *r = &s->ps.req;
+	if (!parsed)
+		memset(r, 0, offsetof(struct http_request, hname));
+	else if (r->target.n)
+		split_target(r);
 	r->method = HTTP_M_OTHER;
 	r->version_major = 1;
 	r->version_minor = 1;
 	r->body = (struct http_span){NULL, 0};
+	r->peer = &c->peer;
+	r->start_us = c->req_us;
 	return respond(s, c, r, res, 0);
 }
 
@@ -592,6 +608,8 @@ static enum parse_result parse_one(struct http_server *s, const char *data, size
 {
 	struct parse *ps = &s->ps;
 	memset(&ps->req, 0, offsetof(struct http_request, hname));
+	ps->req.peer = NULL;
+	ps->req.start_us = 0;
 	ps->in_field = ps->headers_done = ps->complete = 0;
 	ps->err_status = 0;
 	ps->err_code = NULL;
@@ -668,7 +686,7 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 				 ? llhttp_get_error_reason(&s->parser) : code);
 			if (status != 400)
 				snprintf(msg, sizeof(msg), "%s", http_reason(status));
-			if (respond_error(s, c, status, code, msg) < 0)
+			if (respond_error(s, c, status, code, msg, 1) < 0)
 				return -1;
 			return (ssize_t)len; /* the rest is garbage; we close */
 		}
@@ -677,7 +695,7 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 		r->version_major = s->parser.http_major;
 		r->version_minor = s->parser.http_minor;
 		r->peer = &c->peer;
-		r->start_us = loop_clock_us();
+		r->start_us = c->req_us;
 		split_target(r);
 		int keep = llhttp_should_keep_alive(&s->parser) && !s->draining;
 		struct http_response *res = &s->res;
@@ -693,6 +711,7 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 		}
 		off += used;
 		c->started = 0;
+		c->req_us = loop_clock_us();
 		if (!keep)
 			c->close_after = 1;
 		if (respond(s, c, r, res, keep) < 0)
@@ -806,9 +825,11 @@ static int conn_read(struct http_server *s, struct conn *c)
 		cap = c->in_cap;
 	}
 	size_t have = buf == c->in ? c->in_len : 0;
+	if (have == 0)
+		c->req_us = loop_clock_us(); /* these bytes begin a request */
 	if (cap == have) {
 		/* Held input fills the cap: the request cannot be valid. */
-		if (respond_error(s, c, 431, "head_too_large", http_reason(431)) < 0) {
+		if (respond_error(s, c, 431, "head_too_large", http_reason(431), 0) < 0) {
 			conn_free(s, c);
 			return 0;
 		}
@@ -941,6 +962,7 @@ static int conn_add(struct http_server *s, int fd, const struct sockaddr_storage
 	if (peer)
 		c->peer = *peer;
 	c->started = 1; /* the head clock runs from accept */
+	c->req_us = loop_clock_us();
 	c->list = L_READING;
 	int r = loop_add(s->loop, fd, LOOP_READABLE, conn_io, c);
 	if (r < 0) {
@@ -1000,7 +1022,7 @@ static void on_timer(struct loop *l, int fd, void *data, int mask)
 			if (i == L_READING && c->in_len && !c->out && !c->blob) {
 				/* Tell a client that started a request why it is cut off;
 				 * one non-blocking try, then close either way. */
-				respond_error(s, c, 408, "timeout", "request head not received in time");
+				respond_error(s, c, 408, "timeout", "request head not received in time", 0);
 			}
 			conn_free(s, c);
 		}

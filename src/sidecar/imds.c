@@ -202,7 +202,7 @@ static void do_token(struct imds_app *a, const struct http_request *req, struct 
 	const char *tpath = a->cfg->token_path;
 	char aud[512], dir[1600];
 	int an = imds_query_param(req->query.p, req->query.n, "audience", aud, sizeof(aud));
-	if (an == -EINVAL || an == -ENOSPC) {
+	if (an == -EINVAL || an == -ENOSPC || an > 500) {
 		http_res_error(res, 400, "bad_audience", "audience: malformed or longer than 500 bytes");
 		return;
 	}

@@ -42,7 +42,7 @@ server_start() {
 	SRV_PID=$!
 	local i
 	for ((i = 0; i < 200; i++)); do
-		SRV_PORT=$(sed -n 's/.* on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$SRV_LOG" | head -n1)
+		SRV_PORT=$(sed -n 's/.* on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$SRV_LOG" 2>/dev/null | head -n1)
 		[[ -n "$SRV_PORT" ]] && break
 		kill -0 "$SRV_PID" 2>/dev/null || break
 		sleep 0.01
