@@ -28,7 +28,7 @@ CPPFLAGS_COMMON := -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 -DIMDS_VERSION='"$(VERSI
 JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # Each program sees its own folder and the core, never the other's.
-DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(findstring fuzz_adm,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
+DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(findstring fuzz_adm,$@)$(findstring admission_cli,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -79,7 +79,7 @@ WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 	lint build build-server
 
 all: deps-build
-	@$(MAKE) --no-print-directory VARIANT=debug server
+	@$(MAKE) --no-print-directory VARIANT=debug server webhook
 
 build build-server: all
 build-webhook: deps-build
@@ -94,12 +94,12 @@ static: deps-build
 	@ls -l build/static/imds-server | awk '{print "build/static/imds-server: " $$5 " bytes"}'
 
 asan: deps-build
-	@$(MAKE) --no-print-directory VARIANT=asan server unit-bins
+	@$(MAKE) --no-print-directory VARIANT=asan server webhook unit-bins
 
 fuzz: deps-build
 	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-bins
 
-unit-bins: $(UNIT_BIN)
+unit-bins: $(UNIT_BIN) $(B)/tests/admission_cli
 fuzz-bins: $(FUZZ_BIN)
 
 deps-build:
@@ -154,6 +154,11 @@ $(B)/tests/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
 
+# The admission module without TLS, for tests/integration/webhook_patch.sh.
+$(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
+
 $(B)/fuzz/fuzz_adm%: tests/fuzz/fuzz_adm%.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
@@ -185,7 +190,7 @@ clean:
 
 help:
 	@echo "kubevirt-imds make targets:"
-	@echo "  all (default)  debug build: build/debug/imds-server"
+	@echo "  all (default)  debug build: build/debug/imds-server, build/debug/imds-webhook"
 	@echo "  static         static musl binary: build/static/imds-server"
 	@echo "  asan           ASan+UBSan build and unit tests"
 	@echo "  fuzz           libFuzzer targets"

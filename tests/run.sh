@@ -107,6 +107,7 @@ fuzz_one() { # target seconds
 
 echo "kubevirt-imds test suite ($(date -u +%FT%TZ))"
 build debug all
+build debug-tests VARIANT=debug unit-bins
 build asan asan
 build static static
 build fuzz fuzz

@@ -237,6 +237,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: %s\n", err);
 		return EXIT_CONFIG;
 	}
+	struct blob *vd = dfile_get(&w.vendor);
+	w.acfg.vendor_data = vd && vd->len ? vd->data : NULL;
+	if (admission_config_check(&w.acfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "imds-webhook: %s\n", err);
+		dfile_close(&w.vendor);
+		return EXIT_CONFIG;
+	}
 	struct http_limits lim = HTTP_LIMITS_DEFAULT;
 	lim.max_body = WEBHOOK_MAX_BODY;
 	/* The API server keeps a few connections per webhook; probes add some. */
