@@ -20,11 +20,6 @@
 #define IMDS_VERSION "dev"
 #endif
 
-/* Weak until the network half is linked in every build. */
-int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg)
-	__attribute__((weak));
-int init_main(const struct imds_config *cfg) __attribute__((weak));
-
 static const char usage[] =
 	"usage: imds-server <command> [options]\n"
 	"\n"
@@ -40,7 +35,8 @@ static const char usage[] =
 	"configuration comes from the environment: IMDS_NAMESPACE and IMDS_VM_NAME\n"
 	"(required), IMDS_POD_NAME, IMDS_SA_NAME, IMDS_INSTANCE_ID, IMDS_TOKEN_PATH,\n"
 	"IMDS_USER_DATA, IMDS_USER_DATA_FILE, IMDS_VENDOR_DATA_FILE,\n"
-	"IMDS_NETWORK_CONFIG_FILE, IMDS_BRIDGE_NAME, IMDS_RATE_LIMIT (req/s, 0 = off);\n"
+	"IMDS_NETWORK_CONFIG_FILE, IMDS_BRIDGE_NAME, IMDS_NETWORK_STATUS_FILE,\n"
+	"IMDS_RATE_LIMIT (req/s, 0 = off);\n"
 	"see the README.\n";
 
 /* Exit status for configuration errors (SPEC: clear message, status 2). */
@@ -154,10 +150,6 @@ static int cmd_server(int argc, char **argv, int networked)
 	}
 	loop_set_before_sleep(l, before_sleep, NULL);
 	if (networked) {
-		if (!run_main) {
-			fprintf(stderr, "imds-server: run is not part of this build\n");
-			goto out;
-		}
 		status = run_main(l, app, &cfg);
 		goto out;
 	}
@@ -215,10 +207,6 @@ int main(int argc, char **argv)
 		if (config_from_env(&cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "imds-server: %s\n", err);
 			return EXIT_CONFIG;
-		}
-		if (!init_main) {
-			fprintf(stderr, "imds-server: init is not part of this build\n");
-			return 1;
 		}
 		return init_main(&cfg);
 	}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Something removes part of the plumbing while the guest is being served:
+# the sidecar sees it on its rtnetlink subscription and restores it; the
+# guest is served again within 1 s, and nothing ends up duplicated.  Both
+# guest kinds: link-local (all.arp_ignore=8: the responder must come back
+# too) and masquerade.  (root)
+set -uo pipefail
+# shellcheck source=../lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+# shellcheck source=../lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+
+count_plumbing() {
+	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \
+$(in_pod ip -4 -o addr show | grep -c '169\.254\.169\.254/32') \
+$(in_pod ip -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
+$(in_pod ip -4 route show table 169254 | grep -c '^169\.254\.0\.0/16 dev veth-imds')"
+}
+
+# breaks MODE NAME COMMAND: runs COMMAND in the pod while the guest keeps
+# asking; the guest must be served again within 1 s.
+breaks() {
+	local mode=$1 name=$2 cmd=$3 out ms
+	out=$(in_vm "$PY" "$REPO/tests/lib/guest_wait.py" --limit 3 --connect-timeout 0.05 \
+		--cmd "ip netns exec $NS_POD $cmd")
+	ms=$(sed -n 's/.*"served_ms": \([0-9.]*\).*/\1/p' <<<"$out")
+	if [[ -n "$ms" ]] && "$PY" -c "import sys; sys.exit(0 if $ms < 1000 else 1)"; then
+		ok "$mode: after '$name' served again in ${ms} ms"
+	else
+		not_ok "$mode: after '$name' served again within 1 s" "$out" "$(imds_log_tail)"
+	fi
+	# The plumbing is whole again (give the last event a moment).
+	local i
+	for ((i = 0; i < 100; i++)); do [[ "$(count_plumbing)" == "2 1 1 1" ]] && break; sleep 0.01; done
+	expect_eq "$mode: after '$name' plumbing whole, nothing duplicated" "2 1 1 1" "$(count_plumbing)"
+}
+
+for mode in ${NET_MODES:-linklocal masquerade}; do
+	NS_POD=$NS_TAG-pod-$mode NS_VM=$NS_TAG-vm-$mode NS_NODE=$NS_TAG-node-$mode
+	if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" "$mode"; then
+		not_ok "network namespaces set up (needs root and iproute2)"
+		tap_done
+		exit 1
+	fi
+	[[ $mode == linklocal ]] && in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=8
+	imds_start
+	if imds_wait_serving 1 10 && guest_get "$NS_VM" /healthz >/dev/null; then
+		ok "$mode: served"
+	else
+		not_ok "$mode: served" "$(imds_log_tail)"
+	fi
+	mac=$(in_pod cat /sys/class/net/veth-imds/address)
+	breaks "$mode" "ip link del veth-imds" "ip link del veth-imds"
+	expect_eq "$mode: recreated veth-imds keeps its MAC (guests' ARP caches stay right)" "$mac" \
+		"$(in_pod cat /sys/class/net/veth-imds/address)"
+	breaks "$mode" "ip addr del 169.254.169.254/32 dev veth-imds" "ip addr del 169.254.169.254/32 dev veth-imds"
+	breaks "$mode" "ip link set veth-imds-br nomaster" "ip link set veth-imds-br nomaster"
+	breaks "$mode" "ip link set veth-imds down" "ip link set veth-imds down"
+	breaks "$mode" "ip rule del pref 1000" "ip rule del pref 1000"
+	breaks "$mode" "ip route flush table 169254" "ip route flush table 169254"
+	breaks "$mode" "ip link del veth-imds-br" "ip link del veth-imds-br"
+	n=$(grep -c 'restored plumbing' "$IMDS_LOG")
+	if ((n >= 7)); then ok "$mode: $n restorations logged"; else not_ok "$mode: restorations logged" "$(imds_log_tail 30)"; fi
+	imds_stop
+	expect_eq "$mode: SIGTERM exit 0" 0 "$IMDS_STATUS"
+done
+if imds_log_clean; then ok "server logs free of sanitizer reports"; else not_ok "server logs free of sanitizer reports"; fi
+tap_done

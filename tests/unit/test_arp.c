@@ -1,0 +1,365 @@
+/* arp's pure half: frames as byte tables (requests, probes, announcements,
+ * replies, wrong types, every truncated prefix), the exact reply bytes,
+ * the classic BPF programs run through a small interpreter of the opcodes
+ * they use, the MAC set, and the network-status scanner. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <netpacket/packet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arp.h"
+
+#define VM 0x52, 0x54, 0x00, 0x12, 0x34, 0x56
+#define BCAST 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+#define IMDS 169, 254, 169, 254
+#define ARPHDR 0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 0x06, 0x04
+
+static const uint8_t imds_ip[4] = {IMDS};
+static const uint8_t vm_mac[6] = {VM};
+static const uint8_t our_mac[6] = {0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41};
+
+/* who-has 169.254.169.254 tell 169.254.10.20, from the VM, padded to 60
+ * bytes as on the wire. */
+static const uint8_t req_frame[60] = {
+	BCAST, VM, ARPHDR, 0x00, 0x01, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS,
+};
+
+struct frame {
+	const char *name;
+	uint8_t b[64];
+	size_t n;
+	int parse;                 /* arp_parse result */
+	enum arp_verdict verdict;  /* when parse == 0 */
+	int bpf;                   /* the socket filter accepts it */
+};
+
+static const struct frame frames[] = {
+	{"request", {BCAST, VM, ARPHDR, 0, 1, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS}, 42, 0,
+	 ARP_ANSWER, 1},
+	{"request from masquerade guest", {BCAST, VM, ARPHDR, 0, 1, VM, 10, 0, 2, 2, 0, 0, 0, 0, 0, 0, IMDS},
+	 42, 0, ARP_ANSWER, 1},
+	{"probe (RFC 5227)", {BCAST, VM, ARPHDR, 0, 1, VM, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, IMDS}, 42, 0,
+	 ARP_ANSWER, 1},
+	{"announcement", {BCAST, VM, ARPHDR, 0, 1, VM, IMDS, 0, 0, 0, 0, 0, 0, IMDS}, 42, 0,
+	 ARP_GRATUITOUS, 1},
+	{"other target", {BCAST, VM, ARPHDR, 0, 1, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0, 0, 10, 0, 2, 1},
+	 42, 0, ARP_OTHER_TARGET, 0},
+	{"reply", {VM, VM, ARPHDR, 0, 2, VM, 169, 254, 10, 20, VM, IMDS}, 42, 0, ARP_NOT_REQUEST, 0},
+	{"op 3 (RARP)", {BCAST, VM, ARPHDR, 0, 3, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS}, 42, 0,
+	 ARP_NOT_REQUEST, 0},
+	{"sender MAC multicast", {BCAST, 0x01, 0, 0x5e, 0, 0, 1, ARPHDR, 0, 1, 0x01, 0, 0x5e, 0, 0, 1,
+				  169, 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS},
+	 42, 0, ARP_BAD_SENDER, 1},
+	{"sender MAC zero", {BCAST, 0, 0, 0, 0, 0, 0, ARPHDR, 0, 1, 0, 0, 0, 0, 0, 0, 169, 254, 10, 20,
+			     0, 0, 0, 0, 0, 0, IMDS},
+	 42, 0, ARP_BAD_SENDER, 1},
+	{"sha != Ethernet source", {BCAST, VM, ARPHDR, 0, 1, 0x52, 0x54, 0, 0xaa, 0xbb, 0xcc, 169, 254,
+				    10, 20, 0, 0, 0, 0, 0, 0, IMDS},
+	 42, 0, ARP_BAD_SENDER, 1},
+	{"IPv4 ethertype", {BCAST, VM, 0x08, 0x00, 0, 1, 8, 0, 6, 4, 0, 1, VM, 169, 254, 10, 20, 0, 0,
+			    0, 0, 0, 0, IMDS},
+	 42, -EPROTONOSUPPORT, 0, 0},
+	{"VLAN tagged", {BCAST, VM, 0x81, 0x00, 0x00, 0x05, 0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1, VM, 169,
+			 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS},
+	 46, -EPROTONOSUPPORT, 0, 0},
+	{"htype 6", {BCAST, VM, 0x08, 0x06, 0, 6, 8, 0, 6, 4, 0, 1, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0,
+		     0, IMDS},
+	 42, -EPROTONOSUPPORT, 0, 0},
+	{"ptype IPv6", {BCAST, VM, 0x08, 0x06, 0, 1, 0x86, 0xdd, 6, 4, 0, 1, VM, 169, 254, 10, 20, 0, 0,
+			0, 0, 0, 0, IMDS},
+	 42, -EPROTONOSUPPORT, 0, 0},
+	{"hlen 8", {BCAST, VM, 0x08, 0x06, 0, 1, 8, 0, 8, 4, 0, 1, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0,
+		    0, IMDS},
+	 42, -EPROTONOSUPPORT, 0, 0},
+	{"41 bytes", {BCAST, VM, ARPHDR, 0, 1, VM, 169, 254, 10, 20, 0, 0, 0, 0, 0, 0, IMDS}, 41, -EBADMSG,
+	 0, 0},
+};
+#define NFRAMES (sizeof(frames) / sizeof(frames[0]))
+
+/* ---- a classic BPF interpreter for the opcodes our programs use --------- */
+
+struct pkt {
+	const uint8_t *data; /* from the Ethernet header */
+	size_t len;
+	unsigned pkttype;
+};
+
+static int load(const struct pkt *p, int32_t k, unsigned size, uint32_t *a)
+{
+	int64_t off = k;
+	if (k == SKF_AD_OFF + SKF_AD_PKTTYPE) {
+		*a = p->pkttype;
+		return 0;
+	}
+	if (k >= SKF_LL_OFF && k < SKF_AD_OFF + 0x1000 && k < 0)
+		off = k - SKF_LL_OFF; /* the link-layer header is where data starts */
+	if (off < 0 || (uint64_t)off + size > p->len)
+		return -1; /* the kernel's load fails: the program returns 0 */
+	*a = 0;
+	for (unsigned i = 0; i < size; i++)
+		*a = *a << 8 | p->data[off + i];
+	return 0;
+}
+
+static uint32_t run(const struct sock_filter *prog, int n, const struct pkt *p)
+{
+	uint32_t a = 0;
+	for (int pc = 0; pc < n; pc++) {
+		const struct sock_filter *f = &prog[pc];
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (load(p, (int32_t)f->k, 4, &a))
+				return 0;
+			break;
+		case BPF_LD | BPF_H | BPF_ABS:
+			if (load(p, (int32_t)f->k, 2, &a))
+				return 0;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == f->k ? f->jt : f->jf;
+			assert_true(pc + 1 < n); /* every jump lands inside */
+			break;
+		case BPF_RET | BPF_K:
+			return f->k;
+		default:
+			fail_msg("unexpected opcode 0x%x at %d", f->code, pc);
+		}
+	}
+	fail_msg("fell off the end");
+	return 0;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_frames(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NFRAMES; i++) {
+		const struct frame *f = &frames[i];
+		struct arp_pkt p;
+		int ret = arp_parse(f->b, f->n, &p);
+		if (ret != f->parse)
+			fail_msg("%s: parse %d, want %d", f->name, ret, f->parse);
+		if (ret == 0 && arp_classify(&p, imds_ip) != f->verdict)
+			fail_msg("%s: verdict %d, want %d", f->name, arp_classify(&p, imds_ip), f->verdict);
+	}
+}
+
+static void test_truncated_prefixes(void **state)
+{
+	(void)state;
+	for (size_t n = 0; n <= sizeof(req_frame); n++) {
+		uint8_t *c = malloc(n ? n : 1);
+		struct arp_pkt p;
+		assert_non_null(c);
+		memcpy(c, req_frame, n);
+		assert_int_equal(arp_parse(c, n, &p), n < ARP_FRAME_LEN ? -EBADMSG : 0);
+		free(c);
+	}
+}
+
+static void test_reply_bytes(void **state)
+{
+	(void)state;
+	static const uint8_t want[ARP_FRAME_LEN] = {
+		VM, 0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41, ARPHDR, 0, 2,
+		0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41, IMDS, VM, 169, 254, 10, 20,
+	};
+	static const uint8_t want_probe[ARP_FRAME_LEN] = {
+		VM, 0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41, ARPHDR, 0, 2,
+		0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41, IMDS, VM, 0, 0, 0, 0,
+	};
+	uint8_t out[64];
+	struct arp_pkt p;
+
+	assert_int_equal(arp_parse(frames[0].b, frames[0].n, &p), 0);
+	assert_int_equal(arp_build_reply(&p, our_mac, imds_ip, out, sizeof(out)), ARP_FRAME_LEN);
+	assert_memory_equal(out, want, ARP_FRAME_LEN);
+	assert_int_equal(arp_build_reply(&p, our_mac, imds_ip, out, ARP_FRAME_LEN - 1), 0);
+
+	assert_int_equal(arp_parse(frames[2].b, frames[2].n, &p), 0);
+	assert_int_equal(arp_build_reply(&p, our_mac, imds_ip, out, sizeof(out)), ARP_FRAME_LEN);
+	assert_memory_equal(out, want_probe, ARP_FRAME_LEN);
+
+	/* Our reply is a reply: it never passes our own filter. */
+	struct sock_filter prog[ARP_FILTER_MAX];
+	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
+	struct pkt pk = {out, ARP_FRAME_LEN, PACKET_OUTGOING};
+	assert_int_equal(run(prog, n, &pk), 0);
+}
+
+static void test_socket_filter(void **state)
+{
+	(void)state;
+	struct sock_filter prog[ARP_FILTER_MAX], uprog[ARP_FILTER_MAX];
+	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
+	int un = arp_filter_prog(imds_ip, 1, uprog, ARP_FILTER_MAX);
+	assert_true(n > 0 && un > n);
+	assert_int_equal(arp_filter_prog(imds_ip, 1, uprog, 4), -ENOSPC);
+	for (size_t i = 0; i < NFRAMES; i++) {
+		const struct frame *f = &frames[i];
+		struct pkt bc = {f->b, f->n, PACKET_BROADCAST}, host = {f->b, f->n, PACKET_HOST};
+		uint32_t r = run(prog, n, &bc);
+		if ((r != 0) != f->bpf)
+			fail_msg("%s: filter returned %u", f->name, r);
+		if (r)
+			assert_true(r >= ARP_FRAME_LEN);
+		/* the unicast-only variant: same verdicts for PACKET_HOST,
+		 * nothing for broadcasts */
+		assert_int_equal(run(uprog, un, &bc), 0);
+		assert_int_equal(run(uprog, un, &host) != 0, f->bpf);
+	}
+}
+
+static void test_guard(void **state)
+{
+	(void)state;
+	struct arp_macset allow = {0};
+	struct sock_filter prog[ARP_GUARD_MAX];
+	static const uint8_t other[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x57};
+	static const uint8_t near[6] = {0x52, 0x54, 0x01, 0x12, 0x34, 0x56};
+	/* Ethernet header + a bit of IP: the source MAC is bytes 6..11. */
+	uint8_t hdr[20] = {0};
+	struct pkt p = {hdr, sizeof(hdr), PACKET_HOST};
+	int n;
+
+	/* nothing allowed, not open: everything dropped */
+	n = arp_guard_prog(&allow, 0, prog, ARP_GUARD_MAX);
+	assert_int_equal(n, 2);
+	memcpy(hdr + 6, vm_mac, 6);
+	assert_int_equal(run(prog, n, &p), 0);
+	/* open: everything accepted, whole packet */
+	n = arp_guard_prog(&allow, 1, prog, ARP_GUARD_MAX);
+	assert_int_equal(run(prog, n, &p), 0xffffffffu);
+
+	for (int i = 0; i < ARP_MACSET_MAX; i++) {
+		uint8_t m[6] = {0x02, 0, 0, 0, 0, (uint8_t)(i + 1)};
+		if (i == 7)
+			memcpy(m, vm_mac, 6);
+		assert_int_equal(arp_macset_add(&allow, m), 1);
+		n = arp_guard_prog(&allow, 0, prog, ARP_GUARD_MAX);
+		assert_int_equal(n, 4 * (i + 1) + 2);
+		memcpy(hdr + 6, vm_mac, 6);
+		assert_int_equal(run(prog, n, &p) != 0, i >= 7);
+		memcpy(hdr + 6, other, 6);
+		assert_int_equal(run(prog, n, &p), 0);
+		memcpy(hdr + 6, near, 6); /* same last 4 bytes, other first 2 */
+		assert_int_equal(run(prog, n, &p), 0);
+		memcpy(hdr + 6, m, 6); /* the newest one */
+		assert_int_equal(run(prog, n, &p), 0xffffffffu);
+	}
+	/* no link-layer header (loopback-less skb): the load fails, dropped */
+	struct pkt none = {hdr, 8, PACKET_HOST};
+	assert_int_equal(run(prog, n, &none), 0);
+	assert_int_equal(arp_guard_prog(&allow, 0, prog, 10), -ENOSPC);
+}
+
+static void test_macset(void **state)
+{
+	(void)state;
+	struct arp_macset a = {0}, b = {0};
+	static const uint8_t mc[6] = {0x33, 0x33, 0, 0, 0, 1}, zero[6] = {0};
+	assert_int_equal(arp_macset_add(&a, vm_mac), 1);
+	assert_int_equal(arp_macset_add(&a, vm_mac), 0);
+	assert_int_equal(arp_macset_add(&a, mc), -EINVAL);
+	assert_int_equal(arp_macset_add(&a, zero), -EINVAL);
+	assert_true(arp_macset_has(&a, vm_mac));
+	assert_false(arp_macset_has(&a, our_mac));
+	assert_false(arp_macset_eq(&a, &b));
+	assert_int_equal(arp_macset_add(&b, vm_mac), 1);
+	assert_true(arp_macset_eq(&a, &b));
+	for (int i = 0; i < ARP_MACSET_MAX - 1; i++) {
+		uint8_t m[6] = {0x02, 1, 2, 3, 4, (uint8_t)i};
+		assert_int_equal(arp_macset_add(&a, m), 1);
+	}
+	assert_int_equal(arp_macset_add(&a, our_mac), -ENOSPC);
+}
+
+struct scan {
+	const char *name;
+	const char *text;
+	int want;          /* return value */
+	const char *first; /* first MAC found, or NULL */
+};
+
+/* Multus network-status as the JSON annotation value, and the same inside
+ * a downward-API annotations file (Go-quoted: \" around strings). */
+static const struct scan scans[] = {
+	{"network-status JSON",
+	 "[{\n    \"name\": \"k8s-pod-network\",\n    \"ips\": [\"10.244.1.5\"],\n    \"default\": true,\n"
+	 "    \"dns\": {}\n},{\n    \"name\": \"default/br-net\",\n    \"interface\": \"net1\",\n"
+	 "    \"mac\": \"02:42:ac:11:00:02\",\n    \"dns\": {}\n}]",
+	 1, "02:42:ac:11:00:02"},
+	{"downward API file",
+	 "k8s.v1.cni.cncf.io/network-status=\"[{\\n    \\\"name\\\": \\\"cbr0\\\",\\n    \\\"interface\\\": "
+	 "\\\"eth0\\\",\\n    \\\"mac\\\": \\\"0A:58:0A:F4:01:05\\\",\\n    \\\"default\\\": true\\n}]\"\n"
+	 "kubevirt.io/domain=\"netvm\"\n",
+	 1, "0a:58:0a:f4:01:05"},
+	{"two, one repeated",
+	 "[{\"mac\":\"02:00:00:00:00:01\"},{\"mac\" : \"02:00:00:00:00:02\"},{\"mac\":\"02:00:00:00:00:01\"}]", 3,
+	 "02:00:00:00:00:01"},
+	{"macaddress is another key", "{\"macaddress\":\"02:00:00:00:00:01\"}", 0, NULL},
+	{"not a MAC", "{\"mac\":\"02:00:00:00:00\"}", 0, NULL},
+	{"bad hex", "{\"mac\":\"02:00:0g:00:00:01\"}", 0, NULL},
+	{"multicast ignored", "{\"mac\":\"01:00:5e:00:00:01\"}", 0, NULL},
+	{"unterminated", "{\"mac\":\"02:00:00:00:00:01", 0, NULL},
+	{"empty", "", 0, NULL},
+};
+
+static void test_scan(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(scans) / sizeof(scans[0]); i++) {
+		const struct scan *s = &scans[i];
+		struct arp_macset set = {0};
+		size_t len = strlen(s->text);
+		int ret = arp_scan_macs(s->text, len, &set);
+		if (ret != s->want)
+			fail_msg("%s: %d, want %d", s->name, ret, s->want);
+		if (s->first) {
+			char got[18];
+			snprintf(got, sizeof(got), "%02x:%02x:%02x:%02x:%02x:%02x", set.mac[0][0],
+				 set.mac[0][1], set.mac[0][2], set.mac[0][3], set.mac[0][4], set.mac[0][5]);
+			assert_string_equal(got, s->first);
+		}
+		/* every prefix: no more found than in the whole, no overread */
+		for (size_t n = 0; n < len; n++) {
+			char *c = malloc(n ? n : 1);
+			struct arp_macset ps = {0};
+			assert_non_null(c);
+			memcpy(c, s->text, n);
+			int r = arp_scan_macs(c, n, &ps);
+			assert_true(r >= 0 && r <= (s->want > 0 ? s->want : 0));
+			free(c);
+		}
+	}
+	/* more MACs than the set holds */
+	char big[4096];
+	size_t at = 0;
+	for (int i = 0; i < ARP_MACSET_MAX + 2; i++)
+		at += (size_t)snprintf(big + at, sizeof(big) - at, "{\"mac\":\"02:00:00:00:01:%02x\"}", i);
+	struct arp_macset set = {0};
+	assert_int_equal(arp_scan_macs(big, at, &set), -ENOSPC);
+	assert_int_equal(set.n, ARP_MACSET_MAX);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_truncated_prefixes),
+		cmocka_unit_test(test_reply_bytes),
+		cmocka_unit_test(test_socket_filter),
+		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_macset),
+		cmocka_unit_test(test_scan),
+	};
+	return cmocka_run_group_tests_name("arp", tests, NULL, NULL);
+}
