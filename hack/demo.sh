@@ -1,84 +1,121 @@
 #!/usr/bin/env bash
-# make demo: the sidecar serving a VM's metadata, and Debian's real
-# cloud-init fetching it the way a booting guest does.
-# (Loopback for now; runs as any user.)
+# make demo: a simulated virt-launcher pod and its VM in network namespaces,
+# `imds-server run` serving it as the webhook would start it, and the guest
+# fetching its data the way a booting cloud image does (Debian's real
+# cloud-init) — first a masquerade guest (10.0.2.2 via gateway 10.0.2.1),
+# then a guest with only a link-local address, reached through the ARP
+# responder.  Everything is removed at the end, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-PY=/usr/bin/python3
 
+if ((EUID != 0)); then
+	echo "make demo builds network namespaces: run it as root" >&2
+	exit 1
+fi
 make --no-print-directory all >/dev/null
-BIN=$REPO/build/debug/imds-server
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/imds-demo.XXXXXX")
-SRV=
-cleanup() {
-	[[ -n "$SRV" ]] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+IMDS_SERVER=$REPO/build/debug/imds-server
+# shellcheck source=../tests/lib/netns.sh
+. tests/lib/netns.sh
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; echo; }
+show() {
+	printf '\033[2m%s$ %s\033[0m\n' "$1" "${*:2}"
+	"${@:2}" 2>&1 | sed 's/^/    /'
+}
+pod() { show "pod" ip netns exec "$NS_POD" "$@"; }
+vm() { show "$VMNAME" ip netns exec "$VMNS" "$@"; }
 
+# What the webhook would mount: a projected token (a fake JWT here), the
+# user-data annotation through the downward API.
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
-exp=$(($(date +%s) + 3600))
-mkdir -p "$WORK/tokens"
-printf '%s.%s.%s\n' "$(printf '{"alg":"RS256","kid":"demo"}' | b64url)" \
-	"$(printf '{"aud":["https://kubernetes.default.svc"],"exp":%d,"sub":"system:serviceaccount:demo:default"}' "$exp" | b64url)" \
-	"$(printf 'not-a-real-signature' | b64url)" >"$WORK/tokens/token"
-cat >"$WORK/user-data" <<'UD'
+mkdir -p "$NET_TMP/tokens" "$NET_TMP/podinfo"
+printf '%s.%s.%s' "$(printf '{"alg":"RS256","kid":"demo"}' | b64url)" \
+	"$(printf '{"aud":["https://kubernetes.default.svc"],"exp":%d,"sub":"system:serviceaccount:demo:default"}' \
+		$(($(date +%s) + 3600)) | b64url)" "$(printf 'demo-signature' | b64url)" >"$NET_TMP/tokens/token"
+cat >"$NET_TMP/podinfo/user-data" <<'UD'
 #cloud-config
 hostname: demo-vm
 write_files:
   - path: /etc/motd
     content: "Configured by kubevirt-imds\n"
-runcmd:
-  - [ sh, -c, 'curl -s -H "Metadata: true" http://169.254.169.254/v1/identity' ]
 UD
+: >"$NET_TMP/podinfo/vendor-data"
+: >"$NET_TMP/podinfo/network-config"
 
-say "Starting the sidecar (imds-server serve) with a demo VM's identity"
-IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm IMDS_POD_NAME=virt-launcher-demo-vm-abcde \
-	IMDS_SA_NAME=default IMDS_TOKEN_PATH="$WORK/tokens/token" \
-	IMDS_USER_DATA_FILE="$WORK/user-data" \
-	"$BIN" serve --listen 127.0.0.1:0 2>"$WORK/server.log" &
-SRV=$!
-for _ in $(seq 100); do
-	PORT=$(sed -n 's/.* on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/server.log")
-	[[ -n "$PORT" ]] && break
-	sleep 0.02
-done
-[[ -n "${PORT:-}" ]] || { cat "$WORK/server.log"; exit 1; }
-URL=http://127.0.0.1:$PORT
-head -n1 "$WORK/server.log"
+say "A virt-launcher pod: eth0 to the node (Calico-style), bridge k6t-eth0 10.0.2.1/24 for the VM"
+ns_setup
+pod_eth0
+pod_bridge
+pod ip -br addr
+pod ip route
 
-say "What the guest gets"
-run curl -s "$URL/healthz"
-run curl -s "$URL/v1/meta-data"
-run curl -s "$URL/v1/user-data"
-run curl -s -H 'Metadata: true' "$URL/v1/identity"
-run curl -s -H 'Metadata: true' "$URL/v1/token"
-say "Without the Metadata header, the token is refused"
-run curl -s -w 'HTTP %{http_code}\n' "$URL/v1/token"
-say "Windows guests (cloudbase-init) read the OpenStack layout"
-run curl -s "$URL/openstack/latest/meta_data.json"
+say "imds-server run starts in the pod (env and files as the webhook injects them)"
+ip netns exec "$NS_POD" env IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm \
+	IMDS_POD_NAME=virt-launcher-demo-vm-x7k2p IMDS_SA_NAME=default \
+	IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
+	IMDS_USER_DATA_FILE="$NET_TMP/podinfo/user-data" \
+	IMDS_VENDOR_DATA_FILE="$NET_TMP/podinfo/vendor-data" \
+	IMDS_NETWORK_CONFIG_FILE="$NET_TMP/podinfo/network-config" \
+	"$IMDS_SERVER" run >>"$IMDS_LOG" 2>&1 &
+IMDS_PID=$!
+if ! imds_wait_serving 1 15; then
+	cat "$IMDS_LOG"
+	exit 1
+fi
+sed 's/^/    /' "$IMDS_LOG"
 
-say "Debian's cloud-init (DataSourceNoCloudNet) fetching it, with the DMI serial the webhook sets"
-serial="ds=nocloud;s=$URL/v1/;dsmode=net"
-echo "serial: $serial"
-"$PY" tests/lib/cloudinit_client.py --serial "$serial" >"$WORK/ci.json"
-"$PY" - "$WORK/ci.json" <<'PYEOF'
+say "What it plumbed: a veth into the bridge, 169.254.169.254/32, a return path for link-local guests"
+pod ip -br addr show veth-imds
+pod ip -br link show master k6t-eth0
+pod ip rule show
+pod ip route show table 169254
+printf '    (main table unchanged; no all.* sysctl written: all.arp_ignore=%s all.rp_filter=%s)\n' \
+	"$(sysctl_pod all/arp_ignore)" "$(sysctl_pod all/rp_filter)"
+
+fetch_as_guest() {
+	say "$VMNAME: Debian's cloud-init (DataSourceNoCloudNet) with the serial the webhook sets"
+	echo "    serial: ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
+	ip netns exec "$VMNS" "$PY" tests/lib/cloudinit_client.py \
+		--serial 'ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net' >"$NET_TMP/ci.json"
+	"$PY" - "$NET_TMP/ci.json" <<'PYEOF'
 import base64, json, sys
 r = json.load(open(sys.argv[1]))
-print("get_data():      ", "success" if r["ok"] else "FAILED: %s" % r["error"])
-print("instance-id:     ", r["instance_id"])
-print("local-hostname:  ", r["local_hostname"])
-print("requests:        ", ", ".join("%s %s" % (q["url"].rsplit("/", 1)[1], q["status"]) for q in r["requests"]))
-print("retries:         ", r["retries"], " fetch time: %.3f s" % r["elapsed_s"])
-print("user-data (%d bytes):" % r["userdata_len"])
-print(base64.b64decode(r["userdata_b64"]).decode().rstrip())
+print("    get_data():     ", "success" if r["ok"] else "FAILED: %s" % r["error"])
+print("    instance-id:    ", r["instance_id"])
+print("    local-hostname: ", r["local_hostname"])
+print("    requests:       ", ", ".join("%s %s" % (q["url"].rsplit("/", 1)[1], q["status"]) for q in r["requests"]),
+      "(retries: %d, %.3f s)" % (r["retries"], r["elapsed_s"]))
+print("    user-data:       " + base64.b64decode(r["userdata_b64"]).decode().rstrip().replace("\n", "\n                     "))
+sys.exit(0 if r["ok"] else 1)
 PYEOF
+	say "$VMNAME: identity and token (Metadata: true), and the token refused without it"
+	vm curl -s -H 'Metadata: true' http://169.254.169.254/v1/identity
+	vm curl -s -H 'Metadata: true' http://169.254.169.254/v1/token
+	echo
+	vm curl -s -w ' (HTTP %{http_code})\n' http://169.254.169.254/v1/token
+}
 
-say "The sidecar's access log (no token or user-data in it)"
-kill -TERM "$SRV"; wait "$SRV" || true; SRV=
-cat "$WORK/server.log"
+say "Masquerade guest: 10.0.2.2/24, default via 10.0.2.1 (the bridge)"
+VMNAME=vm VMNS=$NS_VM
+vm_attach "$NS_VM" masquerade 52:54:00:12:34:56 tap0
+vm ip -br addr show eth0
+vm ip route
+fetch_as_guest
+
+say "Link-local guest: only 169.254.10.20/16, no gateway; the kernel may not answer ARP for .254"
+# arp_ignore=8 pod-wide, for the demo only: nothing but the responder can answer.
+ip netns exec "$NS_POD" sh -c 'echo 8 > /proc/sys/net/ipv4/conf/all/arp_ignore'
+VMNAME=vm2 VMNS=$NS_TAG-vm2
+vm_attach "$VMNS" linklocal 52:54:00:ab:cd:ef tap1
+vm ip -br addr show eth0
+vm ip route
+fetch_as_guest
+say "vm2's ARP entry for 169.254.169.254 is veth-imds's MAC, answered by the sidecar's responder"
+vm ip neigh show 169.254.169.254
+pod cat /sys/class/net/veth-imds/address
+
+say "The sidecar's log (access lines: no token or user-data content)"
+imds_stop
+sed 's/^/    /' "$IMDS_LOG"
+say "Done: SIGTERM exit status $IMDS_STATUS; namespaces and files are removed now"
