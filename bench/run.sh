@@ -7,6 +7,8 @@
 # Anchors (issue "The metadata HTTP server"): binary <= 200 KiB, VmHWM
 # <= 1 MiB at 100 connections, throughput >= nginx on every row, start-up
 # <= 5 ms.  BENCH_SECONDS (default 5) sets each wrk run's length.
+# Then, as root, the network figures (bench/net_bench.sh) and the webhook's
+# (bench/webhook_bench.sh); `bench/run.sh server` runs only the first part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -134,3 +136,13 @@ printf '\n%-34s %12s %12s %s\n' measure imds-server nginx anchor
 printf '%-34s %9s KiB %9s KiB %s\n' "VmHWM after the run" "$ih" "$nh" "imds <= 1024 KiB"
 printf '%-34s %9s KiB %12s %s\n' "static binary size" "$((size / 1024))" "-" "<= 200 KiB"
 printf '%-34s %10s ms %12s %s\n' "exec to first accepted connection" "$startup" "-" "<= 5 ms"
+
+[[ "${1:-all}" == server ]] && exit 0
+cleanup
+trap - EXIT
+if ((EUID == 0)); then
+	bench/net_bench.sh
+else
+	echo "(network figures skipped: bench/net_bench.sh needs root for network namespaces)"
+fi
+bench/webhook_bench.sh
