@@ -15,6 +15,7 @@
 #include "log.h"
 #include "rate.h"
 #include "sbuf.h"
+#include "serve.h"
 #include "yaml.h"
 
 /* Projected service-account tokens are 1-2 KiB; 64 KiB bounds a broken
@@ -416,14 +417,6 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 }
 
-static void access_log(const struct http_request *req, int status, size_t bytes, void *ud)
-{
-	(void)ud;
-	uint64_t us = req->start_us ? loop_clock_us() - req->start_us : 0;
-	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n, status,
-		   bytes, us);
-}
-
 /* ---- lifecycle ---------------------------------------------------------------- */
 
 struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, char *err,
@@ -470,7 +463,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 		goto fail;
 	rate_init(&a->rate, cfg->rate_limit, cfg->rate_limit, loop_clock_us());
 	if (l) {
-		a->http = http_server_new(l, &cfg->limits, imds_handle, access_log, a);
+		a->http = http_server_new(l, &cfg->limits, imds_handle, serve_access_log, a);
 		if (!a->http) {
 			snprintf(err, errlen, "cannot start the HTTP server: %s", strerror(errno));
 			goto fail;

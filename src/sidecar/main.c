@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -15,6 +14,7 @@
 #include "log.h"
 #include "loop.h"
 #include "run.h"
+#include "serve.h"
 
 #ifndef IMDS_VERSION
 #define IMDS_VERSION "dev"
@@ -41,52 +41,6 @@ static const char usage[] =
 
 /* Exit status for configuration errors (SPEC: clear message, status 2). */
 #define EXIT_CONFIG 2
-
-struct sig_ctx {
-	struct loop *loop;
-	struct http_server *http;
-	int fd;
-};
-
-static void drained(void *ud)
-{
-	loop_stop(ud);
-}
-
-static void on_signal(struct loop *l, int fd, void *data, int mask)
-{
-	(void)mask;
-	struct sig_ctx *sc = data;
-	struct signalfd_siginfo si;
-	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-		return;
-	log_info("signal %u: finishing %u open connection(s)", si.ssi_signo,
-		 http_server_conn_count(sc->http));
-	loop_del(l, fd, LOOP_READABLE); /* a second signal changes nothing */
-	http_server_drain(sc->http, drained, l);
-}
-
-static void before_sleep(struct loop *l, void *data)
-{
-	(void)l;
-	(void)data;
-	log_flush();
-}
-
-/* SIGTERM/SIGINT through a signalfd in the loop: drain, then exit 0. */
-static int signals_in_loop(struct sig_ctx *sc)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -errno;
-	sc->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (sc->fd < 0)
-		return -errno;
-	return loop_add(sc->loop, sc->fd, LOOP_READABLE, on_signal, sc);
-}
 
 static int setsize_for(const struct imds_config *cfg)
 {
@@ -129,7 +83,7 @@ static int cmd_server(int argc, char **argv, int networked)
 
 	int status = 1;
 	struct imds_app *app = NULL;
-	struct sig_ctx sc = {.fd = -1};
+	struct serve_signals sc = {.fd = -1};
 	struct loop *l = loop_new(setsize_for(&cfg));
 	if (!l) {
 		fprintf(stderr, "imds-server: event loop: %s\n", strerror(errno));
@@ -141,14 +95,11 @@ static int cmd_server(int argc, char **argv, int networked)
 		status = EXIT_CONFIG;
 		goto out;
 	}
-	sc.loop = l;
-	sc.http = imds_app_http(app);
-	int r = signals_in_loop(&sc);
+	int r = serve_signals_install(&sc, l, imds_app_http(app));
 	if (r < 0) {
 		fprintf(stderr, "imds-server: signals: %s\n", strerror(-r));
 		goto out;
 	}
-	loop_set_before_sleep(l, before_sleep, NULL);
 	if (networked) {
 		status = run_main(l, app, &cfg);
 		goto out;
@@ -178,8 +129,7 @@ static int cmd_server(int argc, char **argv, int networked)
 	status = 0;
 out:
 	imds_app_free(app);
-	if (sc.fd >= 0)
-		close(sc.fd);
+	serve_signals_close(&sc);
 	loop_free(l);
 	return status;
 }

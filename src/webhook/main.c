@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -17,6 +16,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "sbuf.h"
+#include "serve.h"
 #include "tls.h"
 
 #ifndef IMDS_VERSION
@@ -48,7 +48,7 @@ struct webhook {
 	struct admission_config acfg;
 	struct dfile vendor;
 	struct metrics metrics;
-	int sig_fd;
+	struct serve_signals sig;
 	char *metrics_buf;
 	size_t metrics_cap;
 };
@@ -129,39 +129,6 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 	}
 }
 
-static void access_log(const struct http_request *req, int status, size_t bytes, void *ud)
-{
-	(void)ud;
-	uint64_t us = req->start_us ? loop_clock_us() - req->start_us : 0;
-	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n, status,
-		   bytes, us);
-}
-
-static void drained(void *ud)
-{
-	loop_stop(ud);
-}
-
-static void on_signal(struct loop *l, int fd, void *data, int mask)
-{
-	(void)mask;
-	struct webhook *w = data;
-	struct signalfd_siginfo si;
-	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-		return;
-	log_info("signal %u: finishing %u open connection(s)", si.ssi_signo,
-		 http_server_conn_count(w->http));
-	loop_del(l, fd, LOOP_READABLE);
-	http_server_drain(w->http, drained, l);
-}
-
-static void before_sleep(struct loop *l, void *data)
-{
-	(void)l;
-	(void)data;
-	log_flush();
-}
-
 static int flag(int argc, char **argv, int *i, const char *name, const char **out)
 {
 	size_t n = strlen(name);
@@ -225,7 +192,7 @@ int main(int argc, char **argv)
 	char err[512];
 	struct webhook w;
 	memset(&w, 0, sizeof(w));
-	w.sig_fd = -1;
+	w.sig.fd = -1;
 	w.acfg = (struct admission_config){
 		.imds_image = image,
 		.native_sidecar = strcmp(mode, "native") == 0,
@@ -263,7 +230,7 @@ int main(int argc, char **argv)
 		status = EXIT_CONFIG;
 		goto out;
 	}
-	w.http = http_server_new(w.loop, &lim, handle, access_log, &w);
+	w.http = http_server_new(w.loop, &lim, handle, serve_access_log, &w);
 	if (!w.http) {
 		fprintf(stderr, "imds-webhook: http server: %s\n", strerror(errno));
 		goto out;
@@ -280,21 +247,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: cannot watch the listener\n");
 		goto out;
 	}
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	w.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (w.sig_fd < 0 || loop_add(w.loop, w.sig_fd, LOOP_READABLE, on_signal, &w) < 0) {
-		fprintf(stderr, "imds-webhook: signalfd: %s\n", strerror(errno));
+	int r = serve_signals_install(&w.sig, w.loop, w.http);
+	if (r < 0) {
+		fprintf(stderr, "imds-webhook: signals: %s\n", strerror(-r));
 		goto out;
 	}
-	loop_set_before_sleep(w.loop, before_sleep, NULL);
 	char where[80];
 	log_info("serving admission reviews on %s (image %s, %s sidecar)",
 		 addr_local(fd, where, sizeof(where)), image, mode);
-	int r = loop_run(w.loop);
+	r = loop_run(w.loop);
 	log_flush();
 	if (r < 0) {
 		log_error("event loop: %s", strerror(-r));
@@ -306,8 +267,7 @@ out:
 	http_server_free(w.http);
 	tls_server_free(w.tls);
 	dfile_close(&w.vendor);
-	if (w.sig_fd >= 0)
-		close(w.sig_fd);
+	serve_signals_close(&w.sig);
 	loop_free(w.loop);
 	free(w.metrics_buf);
 	return status;

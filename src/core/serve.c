@@ -1,0 +1,70 @@
+#include "serve.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "log.h"
+
+void serve_access_log(const struct http_request *req, int status, size_t bytes, void *ud)
+{
+	(void)ud;
+	uint64_t us = req->start_us ? loop_clock_us() - req->start_us : 0;
+	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n, status,
+		   bytes, us);
+}
+
+static void drained(void *ud)
+{
+	loop_stop(ud);
+}
+
+static void on_signal(struct loop *l, int fd, void *data, int mask)
+{
+	(void)mask;
+	struct serve_signals *ss = data;
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	log_info("signal %u: finishing %u open connection(s)", si.ssi_signo,
+		 http_server_conn_count(ss->http));
+	loop_del(l, fd, LOOP_READABLE); /* a second signal changes nothing */
+	http_server_drain(ss->http, drained, l);
+}
+
+static void flush_log(struct loop *l, void *data)
+{
+	(void)l;
+	(void)data;
+	log_flush();
+}
+
+int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http)
+{
+	ss->loop = l;
+	ss->http = http;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	ss->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (ss->fd < 0)
+		return -errno;
+	int r = loop_add(l, ss->fd, LOOP_READABLE, on_signal, ss);
+	if (r < 0)
+		return r;
+	loop_set_before_sleep(l, flush_log, NULL);
+	return 0;
+}
+
+void serve_signals_close(struct serve_signals *ss)
+{
+	if (ss->fd >= 0) {
+		loop_del(ss->loop, ss->fd, LOOP_READABLE);
+		close(ss->fd);
+	}
+	ss->fd = -1;
+}

@@ -1,0 +1,27 @@
+/* serve: what both programs' mains share around the HTTP core — the
+ * access-log callback, and SIGTERM/SIGINT as a signalfd in the loop that
+ * drains the server (in-flight requests finish) and then stops the loop. */
+#ifndef IMDS_SERVE_H
+#define IMDS_SERVE_H
+
+#include <stddef.h>
+
+#include "http.h"
+#include "loop.h"
+
+struct serve_signals {
+	struct loop *loop;
+	struct http_server *http;
+	int fd;
+};
+
+/* The http_logger of both programs: one access line per request. */
+void serve_access_log(const struct http_request *req, int status, size_t bytes, void *ud);
+
+/* Blocks SIGTERM and SIGINT, watches them through a signalfd in l, and
+ * flushes the access log before each sleep.  0 or -errno. */
+int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http);
+/* Closes the signalfd; safe on a never-installed (zeroed, fd -1) struct. */
+void serve_signals_close(struct serve_signals *ss);
+
+#endif
