@@ -79,3 +79,14 @@ void sbuf_json_escape(struct sbuf *b, const char *s, size_t n)
 	}
 	sbuf_put(b, s + run, n - run);
 }
+
+int sbuf_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

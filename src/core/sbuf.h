@@ -25,4 +25,7 @@ __attribute__((format(printf, 2, 3))) void sbuf_printf(struct sbuf *b, const cha
  * bytes >= 0x80 pass unchanged (valid UTF-8 stays valid). */
 void sbuf_json_escape(struct sbuf *b, const char *s, size_t n);
 
+/* The value of one hex digit (either case), or -1. */
+int sbuf_hexval(char c);
+
 #endif

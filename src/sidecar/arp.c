@@ -1,4 +1,5 @@
 #include "arp.h"
+#include "sbuf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -142,22 +143,11 @@ int arp_macset_eq(const struct arp_macset *a, const struct arp_macset *b)
 	return 1;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "xx:xx:xx:xx:xx:xx" at p (17 bytes available). */
 static int parse_mac(const char *p, uint8_t mac[6])
 {
 	for (size_t i = 0; i < 6; i++) {
-		int hi = hexval(p[3 * i]), lo = hexval(p[3 * i + 1]);
+		int hi = sbuf_hexval(p[3 * i]), lo = sbuf_hexval(p[3 * i + 1]);
 		if (hi < 0 || lo < 0 || (i < 5 && p[3 * i + 2] != ':'))
 			return -EINVAL;
 		mac[i] = (uint8_t)(hi << 4 | lo);

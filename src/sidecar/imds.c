@@ -39,17 +39,6 @@ struct imds_app {
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static int hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
 {
 	size_t klen = strlen(key);
@@ -65,7 +54,7 @@ int imds_query_param(const char *q, size_t qn, const char *key, char *out, size_
 				if (c == '%') {
 					if (j + 2 >= end)
 						return -EINVAL;
-					int a = hexv(q[j + 1]), b = hexv(q[j + 2]);
+					int a = sbuf_hexval(q[j + 1]), b = sbuf_hexval(q[j + 2]);
 					if (a < 0 || b < 0)
 						return -EINVAL;
 					c = (char)(a << 4 | b);

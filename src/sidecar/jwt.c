@@ -1,4 +1,5 @@
 #include "jwt.h"
+#include "sbuf.h"
 
 #include <errno.h>
 #include <string.h>
@@ -67,17 +68,6 @@ static void ws(struct jw *j)
 		j->p++;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A string at j->p; its unescaped bytes go to key (cut at keycap, with
  * *keylen set to the full length) when key is given. */
 static int str(struct jw *j, char *key, size_t keycap, size_t *keylen)
@@ -111,7 +101,7 @@ static int str(struct jw *j, char *key, size_t keycap, size_t *keylen)
 					return -EINVAL;
 				unsigned u = 0;
 				for (int i = 0; i < 4; i++) {
-					int h = hexval(j->p[i]);
+					int h = sbuf_hexval(j->p[i]);
 					if (h < 0)
 						return -EINVAL;
 					u = u << 4 | (unsigned)h;
