@@ -46,7 +46,7 @@ UD
 say "A virt-launcher pod: eth0 to the node (Calico-style), bridge k6t-eth0 10.0.2.1/24 for the VM"
 ns_setup
 pod_eth0
-pod_bridge
+pod_bridge 1400
 pod ip -br addr
 pod ip route
 

@@ -9,7 +9,7 @@
 # path, a quarter of it for the smaller parsers), TESTS (a regex of suite
 # names to run, e.g. TESTS='unit|http').
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 REPO=$(pwd)
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}

@@ -54,13 +54,16 @@ server_start() {
 		SRV_PID=
 		return 1
 	fi
+	# shellcheck disable=SC2034 # read by the suites
 	SRV_URL=http://127.0.0.1:$SRV_PORT
 }
 
 server_stop() {
 	[[ -n "$SRV_PID" ]] || return 0
 	kill -TERM "$SRV_PID" 2>/dev/null
+	# shellcheck disable=SC2034 # SRV_STATUS is read by the suites
 	SRV_STATUS=0
+	# shellcheck disable=SC2034
 	wait "$SRV_PID" || SRV_STATUS=$?
 	SRV_PID=
 	server_log_clean
@@ -68,7 +71,7 @@ server_stop() {
 
 # A fake projected token: a real JWT layout with the given claims JSON.
 make_jwt() {
-	local claims=$1 b64url
+	local claims=$1
 	b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 	printf '%s.%s.%s' "$(printf '{"alg":"RS256","kid":"test"}' | b64url)" \
 		"$(printf '%s' "$claims" | b64url)" "$(printf 'signature' | b64url)"
