@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# deploy/ (issue 5): the kustomize base and both overlays, rendered with the
+# kubectl of hack/build-kube-apiserver.sh, and the example VMs of deploy/test/
+# validate offline (npm kubernetes-models 4.x + js-yaml, installed into a
+# cache directory keyed by the package-lock, never into the repository), obey
+# the design (failurePolicy, selectors, security context ...), pass a
+# server-side dry-run against a real kube-apiserver, and
+# hack/generate-certs.sh installs a working Secret and caBundle there.
+# Manifests do not depend on the build variant: the work is done once, when
+# IMDS_VARIANT is debug (or unset).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+REPO=$(pwd)
+# shellcheck source=tests/lib/tap.sh
+. tests/lib/tap.sh
+# shellcheck source=tests/lib/kube.sh
+. tests/lib/kube.sh
+
+VARIANT=${IMDS_VARIANT:-debug}
+if [[ $VARIANT != debug ]]; then
+	ok "deploy manifests (variant-independent, run in debug)"
+	tap_done
+	exit 0
+fi
+
+WORK=$(mktemp -d "${IMDS_TEST_TMPDIR:-/tmp}/deploy-manifests.XXXXXX")
+cleanup() {
+	kube_stop
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# --- node modules, cached by the hash of the lock file
+LOCK_DIR=$REPO/tests/lib/manifests
+CACHE_ROOT=${IMDS_CACHE_DIR:-$REPO/tmp/cache}
+hash=$(cat "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
+NPM_DIR=$CACHE_ROOT/npm-$hash
+if [[ ! -f $NPM_DIR/COMPLETE ]]; then
+	mkdir -p "$CACHE_ROOT"
+	tmp=$(mktemp -d "$CACHE_ROOT/npm-tmp.XXXXXX")
+	cp "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" "$tmp/"
+	if (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund >npm.log 2>&1); then
+		touch "$tmp/COMPLETE"
+		rm -rf "$NPM_DIR"
+		mv "$tmp" "$NPM_DIR"
+	else
+		not_ok "npm ci of tests/lib/manifests into the cache" "$(tail -n 20 "$tmp/npm.log")"
+		rm -rf "$tmp"
+		tap_done
+		exit 1
+	fi
+fi
+ok "kubernetes-models and js-yaml installed (cache ${NPM_DIR#"$REPO"/})"
+MODULES=$NPM_DIR/node_modules
+
+validate() { # name args... : the validator's report as one TAP line
+	local name=$1 out
+	shift
+	if out=$(node tests/lib/validate_manifests.mjs --modules "$MODULES" "$@" 2>&1); then
+		ok "$name ($(grep -c '^ok ' <<<"$out") objects and checks)"
+	else
+		not_ok "$name" "$(grep -v '^ok ' <<<"$out")"
+	fi
+}
+# expect_invalid NAME FILE ARGS...: the validator must reject FILE
+expect_invalid() {
+	local name=$1 file=$2 out
+	shift 2
+	if out=$(node tests/lib/validate_manifests.mjs --modules "$MODULES" "$@" "$file" 2>&1); then
+		not_ok "$name" "accepted:" "$out"
+	else
+		ok "$name"
+	fi
+}
+
+if ! kube_find_binaries >"$WORK/find.log" 2>&1; then
+	not_ok "kubectl from hack/build-kube-apiserver.sh" "$(tail -n 20 "$WORK/find.log")"
+	tap_done
+	exit 1
+fi
+KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
+
+# --- render
+for o in base overlays/cert-manager overlays/manual; do
+	name=$(basename "$o")
+	if "$KUBECTL_BIN" kustomize "deploy/$o" >"$WORK/$name.yaml" 2>"$WORK/$name.err"; then
+		ok "kubectl kustomize deploy/$o"
+	else
+		not_ok "kubectl kustomize deploy/$o" "$(cat "$WORK/$name.err")"
+	fi
+done
+
+# --- offline validation
+for name in base cert-manager manual; do
+	validate "deploy/$name: every object validates; design policy holds" \
+		--policy "$name" "$WORK/$name.yaml"
+done
+validate "deploy/test: example VMs opt in; their Secrets, ConfigMaps, ServiceAccounts, NADs validate" \
+	--examples deploy/test/*.yaml
+n_examples=$(find deploy/test -name '*.yaml' | wc -l)
+expect_eq "deploy/test: six example files" 6 "$n_examples"
+
+# The validator is not vacuous.
+sed 's/replicas: 2/replicas: two/' "$WORK/base.yaml" >"$WORK/bad-replicas.yaml"
+expect_invalid "validator rejects replicas: two" "$WORK/bad-replicas.yaml"
+sed '0,/failurePolicy: Ignore/s//failurePolicy: Fail/' "$WORK/base.yaml" >"$WORK/bad-policy.yaml"
+expect_invalid "policy rejects failurePolicy: Fail" "$WORK/bad-policy.yaml" --policy base
+sed 's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' "$WORK/base.yaml" >"$WORK/bad-ro.yaml"
+expect_invalid "policy rejects a writable root filesystem" "$WORK/bad-ro.yaml" --policy base
+sed 's/imds.kubevirt.io\/enabled: "true"/imds.kubevirt.io\/enabled: "yes"/' deploy/test/vm-cirros.yaml >"$WORK/bad-vm.yaml"
+expect_invalid "examples: a VM that does not opt in is rejected" "$WORK/bad-vm.yaml" --examples
+sed 's/token-expiration: "600"/token-expiration: "10"/' deploy/test/vm-cirros.yaml >"$WORK/bad-exp.yaml"
+expect_invalid "examples: token-expiration 10 is rejected" "$WORK/bad-exp.yaml" --examples
+sed 's/^  userdata:/  other:/' deploy/test/vm-secret-userdata.yaml >"$WORK/bad-key.yaml"
+expect_invalid "examples: a Secret without userdata/user-data is rejected" "$WORK/bad-key.yaml" --examples
+
+# --- server-side dry-run against kube-apiserver 1.20
+if ! kube_start "$WORK" >"$WORK/kube-start.log" 2>&1; then
+	not_ok "kube-apiserver and etcd started" "$(tail -n 30 "$WORK/kube-start.log")"
+	tap_done
+	exit 1
+fi
+ok "kube-apiserver ready in ${KUBE_START_SECONDS:-?} s"
+
+# dry_run NAME FILE: kubectl's client-side schema validation (unknown fields
+# are errors) and the apiserver's validation and admission, nothing stored.
+dry_run() {
+	local name=$1 file=$2 out
+	if out=$(kctl apply --dry-run=server --validate=true -f "$file" 2>&1); then
+		ok "$name ($(grep -c 'server dry run' <<<"$out") objects)"
+	else
+		not_ok "$name" "$out"
+	fi
+}
+
+# 1.20 serves PodDisruptionBudget only as policy/v1beta1 (policy/v1 is 1.21+);
+# the manifest stays policy/v1 for current clusters and the dry-run checks the
+# same spec under v1beta1. Everything else is sent unchanged.
+to120() { sed 's#^apiVersion: policy/v1$#apiVersion: policy/v1beta1#' "$1"; }
+
+# A namespace must exist for a namespaced dry-run (a dry-run Namespace is not
+# stored). kubernetes.io/metadata.name is set by the apiserver from 1.21 on.
+kctl create namespace kubevirt-imds >/dev/null
+kctl label namespace kubevirt-imds kubernetes.io/metadata.name=kubevirt-imds >/dev/null
+to120 "$WORK/base.yaml" >"$WORK/base-120.yaml"
+dry_run "deploy/base: kubectl apply --dry-run=server (PDB as policy/v1beta1)" "$WORK/base-120.yaml"
+# The dry-run is not vacuous: a misspelt field is refused.
+sed 's/^  revisionHistoryLimit: 3$/  revisionHistoryLimit: 3\n  replicaz: 2/' "$WORK/base-120.yaml" >"$WORK/typo.yaml"
+if grep -q replicaz "$WORK/typo.yaml" && ! kctl apply --dry-run=server --validate=true -f "$WORK/typo.yaml" >/dev/null 2>&1; then
+	ok "dry-run refuses an unknown field (spec.replicaz)"
+else
+	not_ok "dry-run refuses an unknown field (spec.replicaz)"
+fi
+if kctl apply --dry-run=server -f "$WORK/base.yaml" >/dev/null 2>&1; then
+	skip "PDB policy/v1 on 1.20" "the apiserver unexpectedly serves policy/v1"
+else
+	ok "1.20 rejects the policy/v1 PDB (expected: it serves policy/v1beta1 only)"
+fi
+
+# Minimal CRDs (schema-less) for the kinds this apiserver does not know.
+crd() { # group kind plural
+	cat <<EOF
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: $3.$1
+spec:
+  group: $1
+  scope: Namespaced
+  names: {kind: $2, plural: $3, singular: $(tr '[:upper:]' '[:lower:]' <<<"$2")}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+EOF
+}
+{
+	crd cert-manager.io Certificate certificates
+	crd cert-manager.io Issuer issuers
+	crd kubevirt.io VirtualMachine virtualmachines
+	crd k8s.cni.cncf.io NetworkAttachmentDefinition network-attachment-definitions
+} >"$WORK/crds.yaml"
+kctl apply -f "$WORK/crds.yaml" >/dev/null &&
+	kctl wait --for condition=established --timeout=60s crd --all >/dev/null
+to120 "$WORK/cert-manager.yaml" >"$WORK/cert-manager-120.yaml"
+dry_run "deploy/overlays/cert-manager: kubectl apply --dry-run=server" "$WORK/cert-manager-120.yaml"
+to120 "$WORK/manual.yaml" >"$WORK/manual-120.yaml"
+dry_run "deploy/overlays/manual: kubectl apply --dry-run=server" "$WORK/manual-120.yaml"
+kube_create_namespace vms >/dev/null
+for f in deploy/test/*.yaml; do
+	if out=$(kctl -n vms apply --dry-run=server --validate=true -f "$f" 2>&1); then
+		ok "$f: kubectl apply --dry-run=server"
+	else
+		not_ok "$f: kubectl apply --dry-run=server" "$out"
+	fi
+done
+
+# --- hack/generate-certs.sh against the apiserver (deploy/overlays/manual stored)
+kctl apply -f "$WORK/manual-120.yaml" >/dev/null 2>"$WORK/apply.err" ||
+	not_ok "deploy/overlays/manual applied" "$(cat "$WORK/apply.err")"
+ctx=$KUBE_CONTEXT
+if KUBECTL=$KUBECTL_BIN KUBE_CONTEXT='' hack/generate-certs.sh --kubeconfig "$KUBECONFIG_FILE" \
+	--context "$ctx" >"$WORK/gen.log" 2>&1; then
+	ok "hack/generate-certs.sh --context applied the Secret and the caBundle"
+else
+	not_ok "hack/generate-certs.sh --context applied the Secret and the caBundle" "$(cat "$WORK/gen.log")"
+fi
+kctl -n kubevirt-imds get secret imds-webhook-tls -o 'go-template={{index .data "tls.crt"}}' |
+	base64 -d >"$WORK/live-tls.crt" 2>/dev/null
+kctl get mutatingwebhookconfiguration imds-webhook \
+	-o 'go-template={{range .webhooks}}{{.clientConfig.caBundle}}{{"\n"}}{{end}}' >"$WORK/bundles"
+expect_eq "caBundle set, the same CA, on all three webhooks" 1 \
+	"$(sort -u "$WORK/bundles" | grep -c .)"
+expect_eq "three webhooks carry a caBundle" 3 "$(grep -c . "$WORK/bundles")"
+head -n1 "$WORK/bundles" | base64 -d >"$WORK/live-ca.crt" 2>/dev/null
+check "the Secret's certificate verifies against the patched caBundle" \
+	openssl verify -CAfile "$WORK/live-ca.crt" "$WORK/live-tls.crt"
+expect_eq "Secret type kubernetes.io/tls" kubernetes.io/tls \
+	"$(kctl -n kubevirt-imds get secret imds-webhook-tls -o 'jsonpath={.type}')"
+if KUBE_CONTEXT='' hack/generate-certs.sh >"$WORK/noctx.log" 2>&1; then
+	not_ok "hack/generate-certs.sh without a context refuses to run" "$(cat "$WORK/noctx.log")"
+else
+	ok "hack/generate-certs.sh without a context refuses to run"
+fi
+tap_done
