@@ -173,7 +173,7 @@ test:
 
 ## demo: a guest fetching its metadata from the sidecar, shown step by step
 demo:
-	@hack/install-deps.sh build test
+	@hack/install-deps.sh build test vm kube
 	@hack/demo.sh
 
 ## bench: throughput, latency, memory, size and start-up, beside nginx
@@ -282,3 +282,13 @@ help-deploy:
 	@echo "  test-e2e       test/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
 	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
 	@echo
+
+## e2e-vm: the VM stage alone (root): a Debian 12 guest under qemu (TCG)
+## boots against `imds-server run` as the webhook injects it (masquerade with
+## a reboot, then link-local); VARIANT=asan runs it against the ASan server
+.PHONY: e2e-vm
+e2e-vm:
+	@hack/install-deps.sh build test vm
+	@$(MAKE) --no-print-directory VARIANT=debug server unit-bins
+	@$(if $(filter asan,$(VARIANT)),$(MAKE) --no-print-directory VARIANT=asan server,true)
+	@IMDS_VARIANT=$(VARIANT) IMDS_SERVER=$(CURDIR)/build/$(VARIANT)/imds-server tests/integration/vm_boot.sh

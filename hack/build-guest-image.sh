@@ -39,7 +39,7 @@ CACHE_ROOT="${IMDS_CACHE_DIR:-$REPO_ROOT/tmp/cache}"
 IMAGE_SIZE=2G
 # SPEC §6, plus curl for tests run inside the guest.
 PACKAGES=(systemd-sysv udev linux-image-amd64 cloud-init python3-cffi-backend
-          ifupdown isc-dhcp-client iproute2 netbase curl)
+          ifupdown isc-dhcp-client iproute2 netbase curl openssh-server)
 
 log() { printf '[build-guest-image] %s\n' "$*" >&2; }
 die() { printf '[build-guest-image] ERROR: %s\n' "$*" >&2; exit 1; }

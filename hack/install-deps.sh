@@ -9,7 +9,7 @@ declare -A pkgs=(
 	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch procps gzip psmisc iputils-arping util-linux"
 	[bench]="nginx-light wrk util-linux"
 	[lint]="shellcheck cppcheck clang-tidy"
-	[vm]="qemu-system-x86 debootstrap dnsmasq-base e2fsprogs"
+	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs"
 	[kube]="etcd-server openssl"
 )
 

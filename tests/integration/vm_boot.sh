@@ -1,0 +1,470 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# A real Debian 12 guest (hack/build-guest-image.sh) boots under qemu (TCG) in
+# a "pod" netns against the real `imds-server run` ($IMDS_SERVER), started
+# with exactly the env and file layout of the container the webhook injects
+# (tests/lib/sidecar_env.py takes them from admission_cli's own patch), and
+# with the SMBIOS serial the webhook sets on a VM.  SPEC §6, issue 6.  (root)
+#
+#   masquerade: bridge k6t-eth0 10.0.2.1/24, a tap, dnsmasq for DHCP; the
+#     guest applies the user-data (hostname from meta-data, write_files,
+#     runcmd), fetches /v1/identity and /v1/token itself (compared with what
+#     the sidecar serves), gets 400 without the header, cloud-init reports
+#     done without errors; then it reboots on the same disk: same instance,
+#     so SSH host keys are unchanged and runcmd does not run again.
+#   link-local: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
+#     init's network-config from the kernel command line), with
+#     net.ipv4.conf.all.arp_ignore=8 in the pod: only the sidecar's ARP
+#     responder can make 169.254.169.254 reachable.
+#
+# Prints the boot timings and the time from the guest's first request to
+# cloud-init's final stage.  VM_BOOT_SCENARIOS (default "masquerade
+# linklocal") selects scenarios; KEEP=1 keeps the work dir.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$here/../.." && pwd)"
+# shellcheck source=../lib/tap.sh
+. "$here/../lib/tap.sh"
+# shellcheck source=../lib/vm.sh
+. "$here/../lib/vm.sh"
+
+PY=/usr/bin/python3
+IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
+VARIANT=${IMDS_VARIANT:-debug}
+ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
+SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
+POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
+VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
+SCENARIOS=${VM_BOOT_SCENARIOS:-masquerade linklocal}
+BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
+VM_NAME=testvm # kubevirt.io/domain of the pod fixture
+TAG="imdsvm$$"
+
+work=""
+bg_pids=()  # timestampers and imds-server, by pid
+pods=()     # netns to delete
+qemu_pidfiles=()
+dnsmasq_pidfiles=()
+
+cleanup() {
+	local rc=$? p
+	trap - EXIT INT TERM
+	for p in "${qemu_pidfiles[@]}"; do vm_stop "$p" 2 || true; done
+	for p in "${dnsmasq_pidfiles[@]}"; do vm_dhcp_stop "$p" || true; done
+	for p in "${bg_pids[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	for p in "${pods[@]}"; do vm_pod_delete "$p"; done
+	if [[ -n $work ]]; then
+		if [[ ${KEEP:-0} == 1 ]]; then echo "# kept $work"; else rm -rf "$work"; fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+T_START=$EPOCHREALTIME
+fsub() { awk -v a="${1/,/.}" -v b="${2/,/.}" 'BEGIN { printf "%.1f", b - a }'; }
+
+# comment lines for the TAP log (tests/run.sh shows them under a failure)
+cmt() { sed 's/^/# /'; }
+
+if [[ $(id -u) -ne 0 ]]; then
+	not_ok "VM stage needs root (netns, tap, qemu)"
+	tap_done
+	exit 1
+fi
+if ! vm_require_tools >/dev/null 2>&1; then
+	not_ok "qemu, qemu-img, dnsmasq and /dev/net/tun available (vm_require_tools)"
+	tap_done
+	exit 1
+fi
+if [[ ! -x $ADMISSION_CLI ]]; then
+	make -C "$REPO" --no-print-directory VARIANT=debug unit-bins >/dev/null 2>&1
+fi
+if [[ ! -x $ADMISSION_CLI || ! -x $IMDS_SERVER ]]; then
+	not_ok "admission_cli and imds-server built" "$ADMISSION_CLI" "$IMDS_SERVER"
+	tap_done
+	exit 1
+fi
+
+# --- 1. guest image ---------------------------------------------------------------
+t0=$EPOCHREALTIME
+if ! image_out="$("$REPO/hack/build-guest-image.sh" 2>"${TMPDIR:-/tmp}/$TAG-build.err")"; then
+	not_ok "guest image built (hack/build-guest-image.sh)" "$(tail -n 20 "${TMPDIR:-/tmp}/$TAG-build.err")"
+	rm -f "${TMPDIR:-/tmp}/$TAG-build.err"
+	tap_done
+	exit 1
+fi
+rm -f "${TMPDIR:-/tmp}/$TAG-build.err"
+IMAGE_DIR="$(tail -n 1 <<<"$image_out")"
+ok "guest image ready in $(vm_elapsed "$t0")s: ${IMAGE_DIR##*/}"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/imds-vmboot.XXXXXX")"
+
+# --- the serial the webhook sets on a VM without one ----------------------------------
+if SERIAL="$("$SIDECAR_ENV" vm-serial --review "$VM_REVIEW" --admission-cli "$ADMISSION_CLI" 2>&1)"; then
+	ok "webhook's VM serial: $SERIAL"
+else
+	not_ok "webhook's VM serial" "$SERIAL"
+	tap_done
+	exit 1
+fi
+
+# --- user-data --------------------------------------------------------------------------
+FILE_CONTENT='written by write_files from the imds sidecar: grüße ✓'
+USER_DATA=$work/user-data
+cat >"$USER_DATA" <<EOF
+#cloud-config
+# kubevirt-imds VM test (tests/integration/vm_boot.sh). No hostname here: it
+# must come from meta-data.
+final_message: "IMDS-FINAL cloud-init \$VERSION finished, up \$UPTIME s"
+write_files:
+  - path: /etc/imds-e2e.txt
+    permissions: '0644'
+    content: "$FILE_CONTENT"
+EOF
+cat >>"$USER_DATA" <<'EOF'
+  - path: /usr/local/sbin/imds-e2e-fetch
+    permissions: '0755'
+    content: |
+      #!/bin/sh
+      # The guest's own requests to the sidecar, printed on the console.
+      u=http://169.254.169.254/v1
+      id=$(curl -s -m 10 -H 'Metadata: true' $u/identity | base64 -w0)
+      tok=$(curl -s -m 10 -H 'Metadata: true' $u/token | base64 -w0)
+      st_id=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/identity)
+      st_tok=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/token)
+      {
+        echo "IMDS-IDENTITY-BEGIN $id IMDS-IDENTITY-END"
+        echo "IMDS-TOKEN-BEGIN $tok IMDS-TOKEN-END"
+        echo "IMDS-NOHEADER identity=$st_id token=$st_tok"
+        echo "IMDS-FILE $(base64 -w0 </etc/imds-e2e.txt)"
+      } >/dev/ttyS0
+  - path: /usr/local/sbin/imds-e2e-report
+    permissions: '0755'
+    content: |
+      #!/bin/sh
+      # Per boot, outside cloud-final (systemd-run), once cloud-init is done.
+      exec >/dev/ttyS0 2>&1
+      n=$1
+      while [ ! -e /run/cloud-init/result.json ]; do sleep 0.5; done
+      cloud-init status --long 2>&1 | sed "s/^/IMDS-STATUS boot=$n /"
+      echo "IMDS-RESULT boot=$n $(tr -d ' \n' </run/cloud-init/result.json)"
+      echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
+      echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
+      echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)"
+  - path: /var/lib/cloud/scripts/per-boot/imds-e2e-boot.sh
+    permissions: '0755'
+    content: |
+      #!/bin/sh
+      n=$(( $(cat /var/lib/imds-e2e-boots 2>/dev/null || echo 0) + 1 ))
+      echo "$n" >/var/lib/imds-e2e-boots
+      # one line, one write: the console is shared with the root shell's prompt
+      fps=$(for f in /etc/ssh/ssh_host_*_key.pub; do ssh-keygen -lf "$f" | awk '{print $NF "=" $2}'; done | sort | tr '\n' ' ')
+      echo "IMDS-HOSTKEYS boot=$n $fps" >/dev/ttyS0
+      systemd-run --no-block --unit="imds-e2e-report-$n" /usr/local/sbin/imds-e2e-report "$n"
+runcmd:
+  - [ sh, -c, 'echo "IMDS-MARK runcmd hostname=$(hostname)" >/dev/ttyS0' ]
+  - [ /usr/local/sbin/imds-e2e-fetch ]
+EOF
+
+# timestamp <file> <out>: copy lines of a growing file to <out>, each
+# prefixed with the host's time when it appeared.
+timestamp() {
+	"$PY" -u - "$1" "$2" <<'PYEOF' &
+import os, sys, time
+src, dst = sys.argv[1], sys.argv[2]
+parent = os.getppid()  # the suite: stop when it is gone
+out = open(dst, "a")
+while not os.path.exists(src):
+    time.sleep(0.05)
+f = open(src, "rb")
+buf = b""
+while True:
+    chunk = f.read()
+    if chunk:
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        now = time.time()
+        for l in lines:
+            out.write("%.3f %s\n" % (now, l.rstrip(b"\r").decode(errors="replace")))
+        out.flush()
+    elif os.getppid() != parent:
+        break
+    else:
+        time.sleep(0.05)
+PYEOF
+	bg_pids+=($!)
+}
+
+# ts_of <ts-file> <regex> [n]: host time of the n-th matching line
+ts_of() {
+	grep -aE -- "$2" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d' ' -f1
+}
+
+# console_tail <console>: the last lines, as comments
+console_tail() {
+	echo "--- console (last 60 lines) ---"
+	tail -n 60 "$1" | tr -d '\r'
+}
+
+# wait_mark <name> <console> <regex> [count] [timeout]: ok/not_ok
+wait_mark() {
+	local name=$1 con=$2 re=$3 n=${4:-1} t=${5:-$BOOT_TIMEOUT}
+	if vm_wait_for_count "$con" "$re" "$n" "$t" 2>"$work/wait.err"; then
+		return 0
+	fi
+	not_ok "$name" "$(cat "$work/wait.err")" "$(console_tail "$con")" "--- sidecar log ---" "$(tail -n 20 "$SC_LOG")"
+	return 1
+}
+
+# line <console> <regex> [n]: the n-th matching line, \r stripped
+line() { grep -aoE -- "$2.*" "$1" | tr -d '\r' | sed -n "${3:-1}p"; }
+# between <console> <begin> <end> [n]: the text between two tokens on a line
+between() { line "$1" "$2 .* $3" "${4:-1}" | sed -E "s/.*$2 (.*) $3.*/\\1/"; }
+
+# --- 2. pod: netns, bridge, tap, DHCP, the sidecar as injected -------------------------
+# pod_up <name> <mode>: sets NS, SC_ROOT, SC_LOG, SC_ENV
+pod_up() {
+	local name=$1 mode=$2
+	NS="$TAG-$name"
+	SC_ROOT="$work/$name/root"
+	SC_LOG="$work/$name/imds.log"
+	SC_ENV="$work/$name/sidecar.env"
+	mkdir -p "$work/$name"
+	pods+=("$NS")
+	vm_pod_create "$NS" k6t-eth0 10.0.2.1/24 || return 1
+	vm_tap_create "$NS" tap0 k6t-eth0 || return 1
+	if [[ $mode == masquerade ]]; then
+		vm_dhcp_start "$NS" k6t-eth0 "$work/$name/dnsmasq.log" || return 1
+		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
+	else
+		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
+	fi
+	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
+		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$USER_DATA" \
+		--del-annotation imds.kubevirt.io/network-config >"$SC_ENV" || return 1
+	: >"$SC_LOG"
+	timestamp "$SC_LOG" "$SC_LOG.ts"
+	# shellcheck disable=SC1090 # generated
+	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" run) >>"$SC_LOG" 2>&1 &
+	bg_pids+=($!)
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q 'net: serving' "$SC_LOG" && return 0
+		sleep 0.1
+	done
+	echo "imds-server run did not report 'net: serving':" >&2
+	cat "$SC_LOG" >&2
+	return 1
+}
+
+# reference <path>: what the sidecar serves for <path> (Metadata: true), from a
+# `serve` instance with the same env on the pod's loopback
+REF_PORT=8099
+reference() {
+	# shellcheck disable=SC1090 # generated
+	(set -a && . "$SC_ENV" && ip netns exec "$NS" curl -s -m 5 -H 'Metadata: true' "http://127.0.0.1:$REF_PORT$1")
+}
+reference_start() {
+	# shellcheck disable=SC1090 # generated
+	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" serve --listen "127.0.0.1:$REF_PORT") \
+		>"$work/ref.log" 2>&1 &
+	REF_PID=$!
+	bg_pids+=("$REF_PID")
+	local i
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$NS" curl -s -m 1 -o /dev/null "http://127.0.0.1:$REF_PORT/healthz" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+reference_stop() { kill "$REF_PID" 2>/dev/null; wait "$REF_PID" 2>/dev/null; }
+
+# --- 4. guest checks common to both scenarios -------------------------------------------
+# guest_checks <label> <console>
+guest_checks() {
+	local l=$1 con=$2 got want
+	got="$(line "$con" 'IMDS-MARK runcmd ' | sed 's/.*hostname=//')"
+	expect_eq "$l: hostname from meta-data is the VM name (runcmd)" "$VM_NAME" "$got"
+	got="$(line "$con" 'IMDS-FILE ' | awk '{print $2}' | base64 -d 2>/dev/null)"
+	expect_eq "$l: write_files wrote /etc/imds-e2e.txt" "$FILE_CONTENT" "$got"
+
+	reference_start || not_ok "$l: reference 'imds-server serve' with the sidecar's env" "$(cat "$work/ref.log")"
+	want="$(reference /v1/identity)"
+	got="$(between "$con" IMDS-IDENTITY-BEGIN IMDS-IDENTITY-END | base64 -d 2>/dev/null)"
+	expect_eq "$l: guest's /v1/identity byte-exact as served" "$want" "$got"
+	local ns pod sa
+	# shellcheck disable=SC1090 # generated
+	read -r ns pod sa < <(set -a && . "$SC_ENV" && echo "$IMDS_NAMESPACE $IMDS_POD_NAME $IMDS_SA_NAME")
+	expect_eq "$l: identity names the pod and VM" \
+		"{\"namespace\":\"$ns\",\"serviceAccountName\":\"$sa\",\"vmName\":\"$VM_NAME\",\"podName\":\"$pod\",\"instanceId\":\"$ns-$VM_NAME\"}" "$got"
+	want="$(reference /v1/token)"
+	reference_stop
+	got="$(between "$con" IMDS-TOKEN-BEGIN IMDS-TOKEN-END | base64 -d 2>/dev/null)"
+	expect_eq "$l: guest's /v1/token as served" "$want" "$got"
+	local tokfile
+	# shellcheck disable=SC1090 # generated
+	tokfile="$(set -a && . "$SC_ENV" && echo "$IMDS_TOKEN_PATH")"
+	expect_eq "$l: the token is the projected token file" "$(cat "$tokfile")" \
+		"$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$got" 2>&1)"
+	got="$(line "$con" 'IMDS-NOHEADER ' | cut -d' ' -f2-)"
+	expect_eq "$l: without 'Metadata: true' identity and token get 400" "identity=400 token=400" "$got"
+	got="$(line "$con" 'IMDS-STATUS boot=1 status:' | awk '{print $NF}')"
+	if [[ $got == "done" ]]; then
+		ok "$l: cloud-init status --long: done"
+	else
+		not_ok "$l: cloud-init status --long: done" "$(line "$con" 'IMDS-STATUS boot=1 ' | head -n 20)" "$(line "$con" 'IMDS-STATUS boot=1 ' 2 | head -n 20)"
+		grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r' | cmt
+	fi
+	got="$(line "$con" 'IMDS-RESULT boot=1 ')"
+	if [[ $got == *'"errors":[]'* ]] && ! grep -aq 'IMDS-STATUS boot=1 .*[Ee]rror' "$con"; then
+		ok "$l: cloud-init reports no errors"
+	else
+		not_ok "$l: cloud-init reports no errors" "$got" "$(grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r')"
+	fi
+	if grep -aq 'DataSourceNoCloudNet \[seed=dmi,http://169\.254\.169\.254/v1/\]' "$con"; then
+		ok "$l: datasource NoCloudNet from the webhook's DMI serial"
+	else
+		not_ok "$l: datasource NoCloudNet from the webhook's DMI serial" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
+	fi
+	local n
+	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
+	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
+}
+
+# timings <label> <console>: boot timeline and first request -> final stage
+timings() {
+	local l=$1 con=$2 t_kernel t_final t_req
+	t_kernel="$(ts_of "$con.ts" 'Linux version')"
+	t_final="$(ts_of "$con.ts" 'IMDS-FINAL ')"
+	t_req="$(ts_of "$SC_LOG.ts" '^[0-9.]+ [0-9TZ:-]+ [^ ]+ (GET|HEAD) /')"
+	B_FINAL="$(fsub "$BOOT_T0" "$t_final")"
+	B_REQ="$(fsub "$BOOT_T0" "$t_req")"
+	B_REQ_FINAL="$(fsub "$t_req" "$t_final")"
+	echo "# $l timeline (s since qemu start, TCG, ${VM_SMP:-2} vCPU): kernel $(fsub "$BOOT_T0" "$t_kernel")," \
+		"first request $B_REQ, cloud-init final $B_FINAL, report $(vm_elapsed "$BOOT_T0")"
+	echo "# $l: guest's first request -> cloud-init final stage: ${B_REQ_FINAL}s"
+}
+
+boot_guest() { # <name> <console> [qemu args]
+	local name=$1 con=$2
+	shift 2
+	timestamp "$con" "$con.ts"
+	if ! VM_MAC=52:54:00:5e:00:02 vm_boot "$NS" tap0 "$IMAGE_DIR" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
+		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
+		return 1
+	fi
+	qemu_pidfiles+=("$VM_PIDFILE")
+	BOOT_T0=$VM_BOOT_START
+}
+
+# --- masquerade scenario ------------------------------------------------------------------
+scenario_masquerade() {
+	local l=masquerade con="$work/masquerade/console.log"
+	# not in $(...): pod_up starts background processes and records them
+	if ! pod_up masquerade masquerade >"$work/pod_up.out" 2>&1; then
+		not_ok "$l: pod netns, tap, dnsmasq, imds-server run as injected" "$(cat "$work/pod_up.out")"
+		return 1
+	fi
+	ok "$l: pod netns, tap, dnsmasq, imds-server run as injected ($(wc -l <"$SC_ENV") env vars)"
+	VM_OVERLAY="$work/masquerade/disk.qcow2" boot_guest "$l" "$con" || return 1
+	wait_mark "$l: boot 1 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
+	timings "$l boot 1" "$con"
+	M_BOOT1=$B_FINAL M_REQ_FINAL=$B_REQ_FINAL
+	ok "$l: boot 1 to cloud-init final ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)"
+	guest_checks "$l" "$con"
+	if grep -aqE "DHCPACK\\(k6t-eth0\\) 10\\.0\\.2\\.2 52:54:00:5e:00:02" "$work/masquerade/dnsmasq.log"; then
+		ok "$l: guest got 10.0.2.2 from the pod's dnsmasq"
+	else
+		not_ok "$l: guest got 10.0.2.2 from the pod's dnsmasq" "$(tail -n 20 "$work/masquerade/dnsmasq.log")"
+	fi
+
+	# --- 5. second boot on the same disk -------------------------------------------------
+	wait_mark "$l: root shell on ttyS0 before the reboot" "$con" "root@$VM_NAME:~# " 1 60 || return 1
+	local t1=$EPOCHREALTIME
+	vm_reboot
+	wait_mark "$l: boot 2 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=2' 1 || return 1
+	local t_k2 t_f2
+	t_k2="$(ts_of "$con.ts" 'Linux version' 2)"
+	t_f2="$(ts_of "$con.ts" 'IMDS-FINAL ' 2)"
+	M_BOOT2="$(fsub "$t_k2" "$t_f2")"
+	echo "# $l boot 2: reboot typed -> kernel $(fsub "$t1" "$t_k2")s, kernel -> cloud-init final ${M_BOOT2}s"
+	ok "$l: boot 2 (same disk) kernel to cloud-init final ${M_BOOT2}s"
+	local k1 k2
+	k1="$(line "$con" 'IMDS-HOSTKEYS boot=1 ' | cut -d' ' -f3- | tr ' ' '\n' | grep .)"
+	k2="$(line "$con" 'IMDS-HOSTKEYS boot=2 ' | cut -d' ' -f3- | tr ' ' '\n' | grep .)"
+	if [[ -n $k1 && $k1 == "$k2" ]]; then
+		ok "$l: SSH host keys unchanged on boot 2 ($(wc -l <<<"$k1") keys)"
+		printf '%s\n' "$k1" | cmt
+	else
+		not_ok "$l: SSH host keys unchanged on boot 2" "boot 1:" "$k1" "boot 2:" "$k2"
+	fi
+	# ...and boot 1 did replace the keys baked into the image (cc_ssh is per
+	# instance: the check above would prove nothing if it never ran)
+	local baked
+	if command -v debugfs >/dev/null && command -v ssh-keygen >/dev/null &&
+		debugfs -R 'cat /etc/ssh/ssh_host_ed25519_key.pub' "$IMAGE_DIR/rootfs.img" >"$work/baked.pub" 2>/dev/null &&
+		baked="$(ssh-keygen -lf "$work/baked.pub" 2>/dev/null | awk '{print $NF "=" $2}')" && [[ -n $baked ]]; then
+		if [[ -n $k1 ]] && ! grep -qxF -- "$baked" <<<"$k1"; then
+			ok "$l: boot 1 regenerated the image's SSH host keys (cc_ssh, per instance)"
+		else
+			not_ok "$l: boot 1 regenerated the image's SSH host keys (cc_ssh, per instance)" "image: $baked" "boot 1:" "$k1"
+		fi
+	fi
+	expect_eq "$l: runcmd not run again on boot 2 (same instance-id)" 1 "$(grep -ac 'IMDS-MARK runcmd' "$con")"
+	expect_eq "$l: hostname kept on boot 2" "hostname=$VM_NAME" "$(line "$con" 'IMDS-REPORT-DONE boot=2' | awk '{print $3}')"
+	got="$(line "$con" 'IMDS-STATUS boot=2 status:' | awk '{print $NF}')"
+	expect_eq "$l: cloud-init status done on boot 2" "done" "$got"
+	vm_stop "$VM_PIDFILE" 2
+}
+
+# --- 6. link-local scenario ----------------------------------------------------------------
+scenario_linklocal() {
+	local l=linklocal con="$work/linklocal/console.log" netcfg
+	# not in $(...): pod_up starts background processes and records them
+	if ! pod_up linklocal linklocal >"$work/pod_up.out" 2>&1; then
+		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
+		return 1
+	fi
+	ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected"
+	# cloud-init's network config from the kernel command line (it wins over
+	# the datasource's): eth0 169.254.77.7/16 only, no gateway, no DHCP.
+	netcfg="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, subnets: [{type: static, address: 169.254.77.7/16}]}]}' | base64 -w0)"
+	VM_APPEND="network-config=$netcfg" boot_guest "$l" "$con" || return 1
+	wait_mark "$l: boot finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
+	timings "$l" "$con"
+	L_BOOT=$B_FINAL L_REQ_FINAL=$B_REQ_FINAL
+	ok "$l: boot to cloud-init final ${L_BOOT}s (first request -> final ${L_REQ_FINAL}s)"
+	expect_eq "$l: guest eth0 has only 169.254.77.7/16" "169.254.77.7/16" "$(line "$con" 'IMDS-ADDR boot=1' | cut -d' ' -f3- | sed 's/ *$//')"
+	local veth_mac
+	veth_mac="$(ip netns exec "$NS" cat /sys/class/net/veth-imds/address 2>/dev/null)"
+	expect_eq "$l: guest resolved 169.254.169.254 to veth-imds (ARP responder)" "$veth_mac" \
+		"$(line "$con" 'IMDS-NEIGH boot=1' | awk '{print $3}')"
+	expect_eq "$l: pod all.arp_ignore still 8" 8 "$(ip netns exec "$NS" sysctl -n net.ipv4.conf.all.arp_ignore)"
+	guest_checks "$l" "$con"
+	vm_stop "$VM_PIDFILE" 2
+}
+
+M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=-
+for s in $SCENARIOS; do
+	case $s in
+	masquerade) scenario_masquerade ;;
+	linklocal) scenario_linklocal ;;
+	*) not_ok "unknown scenario $s" ;;
+	esac
+done
+
+if grep -aqE 'Sanitizer|runtime error' "$work"/*/imds.log 2>/dev/null; then
+	not_ok "sidecar logs free of sanitizer reports" "$(grep -aE -A20 'Sanitizer|runtime error' "$work"/*/imds.log | head -40)"
+else
+	ok "sidecar logs free of sanitizer reports ($VARIANT)"
+fi
+total="$(vm_elapsed "$T_START")"
+echo "# VM stage ($VARIANT): masquerade boot 1 ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)," \
+	"boot 2 ${M_BOOT2}s; link-local ${L_BOOT}s (first request -> final ${L_REQ_FINAL}s); total ${total}s"
+ok "VM stage total ${total}s ($VARIANT)"
+tap_done
