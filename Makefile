@@ -168,12 +168,12 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 
 ## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
 test:
-	@hack/install-deps.sh build test
+	@hack/install-deps.sh build test vm kube
 	@tests/run.sh
 
 ## demo: a guest fetching its metadata from the sidecar, shown step by step
 demo:
-	@hack/install-deps.sh build test vm kube
+	@hack/install-deps.sh build test
 	@hack/demo.sh
 
 ## bench: throughput, latency, memory, size and start-up, beside nginx
