@@ -46,8 +46,11 @@ struct admission_result {
  * 256 KiB, the annotation limit).  0, or -EINVAL with a message. */
 int admission_config_check(const struct admission_config *cfg, char *err, size_t errlen);
 
+/* Frees what admission_handle() keeps between reviews (its JSON tokener). */
+void admission_cleanup(void);
+
 /* body need not be NUL-terminated.  Always fills res; free it with
- * admission_result_free(). */
+ * admission_result_free().  Not thread-safe (one tokener is reused). */
 void admission_handle(const struct admission_config *cfg, const char *body, size_t len,
 		      struct admission_result *res);
 /* Frees the body; NULL and a freed result are no-ops. */

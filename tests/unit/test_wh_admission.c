@@ -1395,6 +1395,68 @@ static void test_malformed_sizes(void **state)
 	free(fx);
 }
 
+/* The two passes before json-c: UTF-8 over the whole body (eight ASCII
+ * bytes at a time) and the value count that skips strings with memchr. */
+static void test_prepasses(void **state)
+{
+	(void)state;
+	static const char head[] = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"x\":\"";
+	char buf[256];
+	struct admission_result res;
+	/* A bad byte at every offset around the 8-byte steps is found, and
+	 * the message names where. */
+	for (size_t pad = 0; pad < 20; pad++) {
+		static const char *const bad[] = {"\xff", "\xc3\x28", "\xe0\x80\x80", "\xed\xa0\x80",
+						  "\xf4\x90\x80\x80", "\xc0\xaf", "\xe2\x82"};
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			int n = snprintf(buf, sizeof(buf), "%s%.*s%s\"}", head, (int)pad,
+					 "aaaaaaaaaaaaaaaaaaaaaaaa", bad[k]);
+			admission_handle(&NATIVE, buf, (size_t)n, &res);
+			char want[64];
+			snprintf(want, sizeof(want), "invalid UTF-8 at byte %zu", strlen(head) + pad);
+			if (res.http_status != 400 || !strstr(res.body, want))
+				fail_msg("pad %zu bad %zu: HTTP %d %s (want %s)", pad, k, res.http_status,
+					 res.body, want);
+			admission_result_free(&res);
+		}
+		/* Valid multi-byte text at the same offsets passes the check
+		 * (and fails later only for having no request). */
+		int n = snprintf(buf, sizeof(buf), "%s%.*s\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+				 head, (int)pad, "aaaaaaaaaaaaaaaaaaaaaaaa");
+		admission_handle(&NATIVE, buf, (size_t)n, &res);
+		assert_int_equal(res.http_status, 400);
+		assert_null(strstr(res.body, "UTF-8"));
+		admission_result_free(&res);
+	}
+	/* An escaped quote does not end a string: the commas after it are
+	 * still inside, so this is no flood of values. */
+	size_t cap = 4 * ADMISSION_MAX_VALUES + 256, o = 0;
+	char *big = malloc(cap);
+	assert_non_null(big);
+	memcpy(big, head, strlen(head));
+	o = strlen(head);
+	memcpy(big + o, "\\\"", 2);
+	o += 2;
+	memset(big + o, ',', 2 * ADMISSION_MAX_VALUES);
+	o += 2 * ADMISSION_MAX_VALUES;
+	memcpy(big + o, "\"}", 2);
+	o += 2;
+	expect_status(big, o, 400, "escaped quote, commas still in the string");
+	/* An escaped backslash does not escape the quote after it: the
+	 * values that follow are counted (413 before any parse). */
+	o = strlen(head);
+	memcpy(big + o, "\\\\\",\"y\":[", 9);
+	o += 9;
+	for (size_t i = 0; i < ADMISSION_MAX_VALUES + 10; i++) {
+		big[o++] = '0';
+		big[o++] = ',';
+	}
+	memcpy(big + o - 1, "]}", 2);
+	o += 1;
+	expect_status(big, o, 413, "escaped backslash, then a flood of values");
+	free(big);
+}
+
 static void test_truncated_prefixes(void **state)
 {
 	(void)state;
@@ -1572,6 +1634,7 @@ int main(void)
 		cmocka_unit_test(test_all_fixtures_idempotent),
 		cmocka_unit_test(test_malformed_table),
 		cmocka_unit_test(test_malformed_sizes),
+		cmocka_unit_test(test_prepasses),
 		cmocka_unit_test(test_truncated_prefixes),
 		cmocka_unit_test(test_patch_pointer),
 		cmocka_unit_test(test_patch_base64),
