@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@ static char log_stamp[32];
 void log_init(const char *prog)
 {
 	log_prog = prog;
+	atexit(log_flush); /* lines still in the buffer when a command exits */
 }
 
 static const char *stamp(void)
@@ -54,7 +56,17 @@ void log_flush(void)
 	log_len = 0;
 }
 
-static void vlog(const char *level, const char *fmt, va_list ap)
+/* Appends a line to the buffer; the before-sleep hook (or the next error,
+ * or exit) writes it: one write(2) per loop iteration, not one per line. */
+static void buffer_line(const char *line, size_t n)
+{
+	if (log_len + n > sizeof(log_buf))
+		log_flush();
+	memcpy(log_buf + log_len, line, n);
+	log_len += n;
+}
+
+static void vlog(const char *level, int now, const char *fmt, va_list ap)
 {
 	char line[1024];
 	struct sbuf b = SBUF_INIT(line, sizeof(line));
@@ -66,15 +78,16 @@ static void vlog(const char *level, const char *fmt, va_list ap)
 	if (b.len > sizeof(line) - 2)
 		b.len = sizeof(line) - 2;
 	line[b.len++] = '\n';
-	log_flush(); /* keep the order of lines */
-	write_all(line, b.len);
+	buffer_line(line, b.len);
+	if (now)
+		log_flush();
 }
 
 void log_info(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vlog("info", fmt, ap);
+	vlog("info", 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -82,7 +95,7 @@ void log_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vlog("error", fmt, ap);
+	vlog("error", 1, fmt, ap);
 	va_end(ap);
 }
 
@@ -118,8 +131,5 @@ void log_access(const struct sockaddr_storage *peer, const char *method, size_t 
 	sbuf_printf(&b, " %d %zu %lluus\n", status, bytes, (unsigned long long)us);
 	if (b.overflow)
 		return; /* cannot happen with the caps above */
-	if (log_len + b.len > sizeof(log_buf))
-		log_flush();
-	memcpy(log_buf + log_len, line, b.len);
-	log_len += b.len;
+	buffer_line(line, b.len);
 }

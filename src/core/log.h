@@ -1,6 +1,6 @@
-/* log: stderr logging.  Messages go out at once; access-log lines are
- * batched in a bounded buffer and written once per loop iteration (from the
- * before-sleep hook), one write(2) for many requests. */
+/* log: stderr logging.  Lines are batched in a bounded buffer and written
+ * once per loop iteration (from the before-sleep hook), one write(2) for
+ * many requests; an error line flushes at once, and so does exit(). */
 #ifndef IMDS_LOG_H
 #define IMDS_LOG_H
 
