@@ -232,25 +232,59 @@ static ssize_t tr_read(void *conn, int fd, void *buf, size_t len, int *want)
 	return map_error(ssl, r, want);
 }
 
+/* Small pieces (the head and a short body) are gathered into one TLS
+ * record: one write(2), one record to seal and one wake-up of the peer
+ * instead of one per piece.  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER lets a
+ * retry pass the same bytes from the core's own iovecs again. */
+static unsigned char gather_buf[16384];
+
 static ssize_t tr_writev(void *conn, int fd, const struct iovec *iov, int cnt, int *want)
 {
 	(void)fd;
 	SSL *ssl = conn;
-	size_t total = 0;
-	for (int i = 0; i < cnt; i++) {
-		size_t off = 0;
-		while (off < iov[i].iov_len) {
-			size_t put = 0;
-			errno = 0;
-			int r = SSL_write_ex(ssl, (const char *)iov[i].iov_base + off,
-					     iov[i].iov_len - off, &put);
-			if (r != 1) {
-				ssize_t m = map_error(ssl, r, want);
-				/* Report what went out; the core retries the rest. */
-				return total ? (ssize_t)total : (m == 0 ? -EPIPE : m);
+	size_t total = 0, off = 0;
+	int i = 0;
+	while (i < cnt) {
+		if (off == iov[i].iov_len) {
+			i++;
+			off = 0;
+			continue;
+		}
+		const void *p = (const char *)iov[i].iov_base + off;
+		size_t n = iov[i].iov_len - off;
+		if (n < sizeof(gather_buf) && i + 1 < cnt) {
+			/* Gather this piece and what follows, up to one record. */
+			size_t g = 0, ro = off;
+			for (int k = i; k < cnt && g < sizeof(gather_buf); k++, ro = 0) {
+				size_t take = iov[k].iov_len - ro;
+				if (take > sizeof(gather_buf) - g)
+					take = sizeof(gather_buf) - g;
+				memcpy(gather_buf + g, (const char *)iov[k].iov_base + ro, take);
+				g += take;
 			}
-			off += put;
-			total += put;
+			p = gather_buf;
+			n = g;
+		}
+		size_t put = 0;
+		errno = 0;
+		int r = SSL_write_ex(ssl, p, n, &put);
+		if (r != 1) {
+			ssize_t m = map_error(ssl, r, want);
+			/* Report what went out; the core retries the rest. */
+			return total ? (ssize_t)total : (m == 0 ? -EPIPE : m);
+		}
+		total += put;
+		/* Step over what went out, across pieces. */
+		while (put && i < cnt) {
+			size_t left = iov[i].iov_len - off;
+			if (put < left) {
+				off += put;
+				put = 0;
+			} else {
+				put -= left;
+				i++;
+				off = 0;
+			}
 		}
 	}
 	return (ssize_t)total;
