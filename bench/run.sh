@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 SECS=${BENCH_SECONDS:-5}
 PY=/usr/bin/python3
+# shellcheck source=nginx.sh
+. bench/nginx.sh
 
 make --no-print-directory static >/dev/null
 BIN=$REPO/build/static/imds-server
@@ -43,32 +45,15 @@ PIDS+=("$IPID")
 
 # --- nginx serving the same bytes from files
 NPORT=$(free_port)
-mkdir -p "$WORK/www/v1" "$WORK/nginx"
+mkdir -p "$WORK/www/v1"
 sleep 0.2
 curl -sf "http://127.0.0.1:$IPORT/v1/meta-data" >"$WORK/www/v1/meta-data"
 curl -sf -H 'Metadata: true' "http://127.0.0.1:$IPORT/v1/identity" >"$WORK/www/v1/identity"
-cat >"$WORK/nginx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-master_process off;
-error_log $WORK/nginx/error.log;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    client_body_temp_path $WORK/nginx;
-    proxy_temp_path $WORK/nginx;
-    fastcgi_temp_path $WORK/nginx;
-    uwsgi_temp_path $WORK/nginx;
-    scgi_temp_path $WORK/nginx;
-    server {
+nginx_conf "$WORK/nginx" "server {
         listen 127.0.0.1:$NPORT;
         root $WORK/www;
         default_type text/plain;
-    }
-}
-NGX
+    }"
 taskset -c "$SRV_CPU" nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
 NPID=$!
 PIDS+=("$NPID")
