@@ -21,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 SECS=${BENCH_SECONDS:-5}
+OPEN_SECS=${BENCH_OPEN_SECONDS:-$((SECS * 4 > 20 ? SECS * 4 : 20))}
 PY=/usr/bin/python3
 # shellcheck source=../tests/lib/certs.sh
 . tests/lib/certs.sh
@@ -35,7 +36,7 @@ WPID=
 NPID=
 cleanup() {
 	local pid
-	for pid in $WPID $NPID; do kill "$pid" 2>/dev/null; done
+	for pid in $WPID $NPID; do kill "$pid" 2>/dev/null || true; done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -122,16 +123,31 @@ printf '%-40s %10s %9s %9s   %s\n' "imds-webhook, 50 connections" "$r50" "$a50" 
 read -r rn an bn nn < <(wrk_row "https://127.0.0.1:$NPORT/mutate" 50)
 printf '%-40s %10s %9s %9s   %s\n' "nginx, no JSON work, 50 connections" "$rn" "$an" "$bn" \
 	"the floor of a closed-loop p99$([[ $nn != 0 ]] && echo ", non-2xx: $nn")"
-kill "$NPID" 2>/dev/null || true
-
-printf '\n%-40s %10s %9s %9s %9s %9s   %s\n' "open loop (openloop.c), 50 connections" "answered" p50 p99 p99.9 max anchor
-for rate in 500 1000 2000; do
-	read -r due answered errs o50 o99 o999 omax < <(taskset -c "$CLI_CPU" build/bench/openloop 127.0.0.1 "$PORT" \
-		/mutate "$WORK/review.json" 50 "$rate" "$SECS" || true)
+# open_row LABEL PORT RATE: one open-loop run of OPEN_SECS seconds.  The
+# runs are long because this VM stalls now and then for 1-4 ms (a spinning
+# thread on an idle core sees ~10 such gaps per 5 s, also under
+# SCHED_FIFO: the host's doing), and a p99 over a few thousand reviews
+# moves with how many stalls one run happened to catch.  The nginx row,
+# same client and rate, is what the machine itself adds.
+open_row() {
+	local due answered errs o50 o99 o999 omax verdict
+	read -r due answered errs o50 o99 o999 omax < <(taskset -c "$CLI_CPU" build/bench/openloop 127.0.0.1 "$2" \
+		/mutate "$WORK/review.json" 50 "$3" "$OPEN_SECS" || true)
 	verdict=$(awk -v p="$o99" -v e="$errs" 'BEGIN { if (e == 0 && p != "" && p <= 1.0) print "met"; else print "NOT met" }')
-	printf '%-40s %10s %7sms %7sms %7sms %7sms   p99 <= 1 ms: %s%s\n' "$rate reviews/s (Poisson)" \
-		"$answered/$due" "$o50" "$o99" "$o999" "$omax" "$verdict" "$([[ ${errs:-1} != 0 ]] && echo " (errors: ${errs:-?})")"
+	[[ $1 == nginx* ]] && verdict="-" || verdict="p99 <= 1 ms: $verdict"
+	printf '%-40s %10s %7sms %7sms %7sms %7sms   %s%s\n' "$1" "$answered/$due" "$o50" "$o99" "$o999" \
+		"$omax" "$verdict" "$([[ ${errs:-1} != 0 ]] && echo " (errors: ${errs:-?})")"
+}
+printf '\n%-40s %10s %9s %9s %9s %9s   %s\n' "open loop (openloop.c), 50 conns, ${OPEN_SECS}s" "answered" \
+	p50 p99 p99.9 max anchor
+for rate in 500 1000 2000; do
+	open_row "imds-webhook, $rate reviews/s (Poisson)" "$PORT" "$rate"
 done
+open_row "nginx, no JSON work, 1000/s (Poisson)" "$NPORT" 1000
+kill "$NPID" 2>/dev/null || true
+wait "$NPID" 2>/dev/null || true
+NPID=
+
 # Sequential full handshakes (no session reuse), client on the other core:
 # the median wall time is the handshake's cost on the server's side.
 hs=$(taskset -c "$CLI_CPU" "$PY" - "$PORT" <<'PYEOF'
