@@ -1299,8 +1299,23 @@ static struct json_tokener *tokener(void)
 	return tok_cached;
 }
 
+/* The last review's DOM and patch, freed after its answer has left
+ * (admission_release() from the loop's before-sleep hook, or the next
+ * review): ~15 us of frees that no API server needs to wait for. */
+static struct json_object *last_root;
+static struct patch *last_patch;
+
+void admission_release(void)
+{
+	patch_free(last_patch);
+	json_object_put(last_root);
+	last_patch = NULL;
+	last_root = NULL;
+}
+
 void admission_cleanup(void)
 {
+	admission_release();
 	if (tok_cached)
 		json_tokener_free(tok_cached);
 	tok_cached = NULL;
@@ -1314,6 +1329,7 @@ void admission_handle(const struct admission_config *cfg, const char *body, size
 	struct adm a = {.cfg = cfg, .res = res, .what = "review"};
 	struct str uid = {0};
 
+	admission_release(); /* the previous review's, if nobody did yet */
 	memset(res, 0, sizeof(*res));
 	res->kind = ADM_KIND_OTHER;
 	a.cpu = cfg->cpu ? cfg->cpu : "10m";
@@ -1402,10 +1418,10 @@ out:
 		respond_error(res, 500, "internal", "out of memory");
 		set_reason(res, "%s: out of memory", a.what);
 	}
-	patch_free(a.patch);
-	json_object_put(root);
-	/* Its string buffer grew as large as the longest string: do not keep
-	 * a few MiB for the sake of the next review. */
+	last_patch = a.patch;
+	last_root = root;
+	/* Its string buffer grew as large as the longest string, and the DOM
+	 * is as large as the review: do not keep a few MiB until later. */
 	if (len > (256u << 10))
 		admission_cleanup();
 }

@@ -46,7 +46,11 @@ struct admission_result {
  * 256 KiB, the annotation limit).  0, or -EINVAL with a message. */
 int admission_config_check(const struct admission_config *cfg, char *err, size_t errlen);
 
-/* Frees what admission_handle() keeps between reviews (its JSON tokener). */
+/* admission_handle() frees a review's DOM and patch after its answer is
+ * built: at the next call or at admission_release(), which the webhook
+ * calls from the loop's before-sleep hook (after the answer was written).
+ * admission_cleanup() frees that and the reused JSON tokener (at exit). */
+void admission_release(void);
 void admission_cleanup(void);
 
 /* body need not be NUL-terminated.  Always fills res; free it with

@@ -79,6 +79,14 @@ static void answer_review(struct webhook *w, const struct http_request *req,
 	admission_result_free(&ar);
 }
 
+static void before_sleep(struct loop *l, void *data)
+{
+	(void)l;
+	(void)data;
+	admission_release();
+	log_flush();
+}
+
 static int is_mutate_path(struct http_span p)
 {
 	return http_span_eq(p, "/mutate") || http_span_eq(p, "/mutate-pods") ||
@@ -258,6 +266,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: signals: %s\n", strerror(-r));
 		goto out;
 	}
+	/* After serve's hook: the log, and the last review's DOM once its
+	 * answer has been written. */
+	loop_set_before_sleep(w.loop, before_sleep, NULL);
 	char where[80];
 	log_info("serving admission reviews on %s (image %s, %s sidecar)",
 		 addr_local(fd, where, sizeof(where)), image, mode);
