@@ -87,6 +87,7 @@ sys.exit(0 if r.get("patchType") == "JSONPatch" else "no patch in the answer: %r
 mkdir -p build/bench
 gcc -std=c17 -O2 -Wall -Wextra -Wshadow -Wconversion -Werror -o build/bench/openloop \
 	bench/openloop.c -lssl -lcrypto -lm
+gcc -std=c17 -O2 -Wall -Wextra -Wshadow -Wconversion -Werror -o build/bench/stalls bench/stalls.c
 
 # nginx from Debian on the same core with the same certificate, answering
 # the same POST with a small JSON body and doing nothing else.
@@ -138,7 +139,18 @@ open_row() {
 	printf '%-40s %10s %7sms %7sms %7sms %7sms   %s%s\n' "$1" "$answered/$due" "$o50" "$o99" "$o999" \
 		"$omax" "$verdict" "$([[ ${errs:-1} != 0 ]] && echo " (errors: ${errs:-?})")"
 }
-printf '\n%-40s %10s %9s %9s %9s %9s   %s\n' "open loop (openloop.c), 50 conns, ${OPEN_SECS}s" "answered" \
+# The machine's own stalls, just before the open-loop rows, both cores.
+stall_line() {
+	local half one max total
+	read -r half one max total <"$1"
+	printf '%s: %s > 0.5 ms, %s > 1 ms, longest %s ms, %s ms in all' "$2" "$half" "$one" "$max" "$total"
+}
+taskset -c "$SRV_CPU" build/bench/stalls 5 >"$WORK/stalls0" &
+taskset -c "$CLI_CPU" build/bench/stalls 5 >"$WORK/stalls1"
+wait $!
+printf '\n%-40s %s; %s\n' "this VM's stalls in 5 s, idle (stalls.c)" "$(stall_line "$WORK/stalls0" "cpu $SRV_CPU")" \
+	"$(stall_line "$WORK/stalls1" "cpu $CLI_CPU")"
+printf '%-40s %10s %9s %9s %9s %9s   %s\n' "open loop (openloop.c), 50 conns, ${OPEN_SECS}s" "answered" \
 	p50 p99 p99.9 max anchor
 for rate in 500 1000 2000; do
 	open_row "imds-webhook, $rate reviews/s (Poisson)" "$PORT" "$rate"
