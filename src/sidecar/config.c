@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yaml.h"
+#include "utf8.h"
 
 int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 {

@@ -1,8 +1,9 @@
 #include "yaml.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <strings.h>
+
+#include "utf8.h"
 
 /* YAML 1.1 resolves these (any case mix that PyYAML accepts, and the
  * single letters of the 1.1 spec) to bools or null. */
@@ -32,55 +33,6 @@ int yaml_plain_ok(const char *s, size_t n)
 			return 0;
 	}
 	return 1;
-}
-
-/* Decodes one UTF-8 sequence at s; returns its length, or 0 if invalid. */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	unsigned char c = s[0];
-	size_t len;
-	uint32_t min;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		len = 2;
-		min = 0x80;
-		*cp = c & 0x1f;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3;
-		min = 0x800;
-		*cp = c & 0x0f;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4;
-		min = 0x10000;
-		*cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = *cp << 6 | (s[i] & 0x3f);
-	}
-	if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-int utf8_valid(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		size_t l = utf8_next(u + i, n - i, &cp);
-		if (!l)
-			return -EINVAL;
-		i += l;
-	}
-	return 0;
 }
 
 /* Characters that cannot stand raw inside a double-quoted scalar: what

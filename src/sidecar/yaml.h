@@ -15,7 +15,5 @@
 
 int yaml_plain_ok(const char *s, size_t n);
 void yaml_scalar(struct sbuf *b, const char *s, size_t n);
-/* 0 when s is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int utf8_valid(const char *s, size_t n);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sbuf.h"
+#include "utf8.h"
 #include "yaml.h"
 
 #define LIT(s) s, sizeof(s) - 1
@@ -170,7 +171,7 @@ static void test_yaml_every_byte(void **state)
  * characters outside YAML's printable set.  Returns the decoded length, or
  * -1 for a document PyYAML rejects. */
 
-static size_t utf8_put(char *o, uint32_t cp)
+static size_t enc_utf8(char *o, uint32_t cp)
 {
 	if (cp < 0x80) {
 		o[0] = (char)cp;
@@ -274,7 +275,7 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 				out[o++] = rep_to[r - rep_from];
 				i += 2;
 			} else if (e == 'N' || e == '_' || e == 'L' || e == 'P') {
-				o += utf8_put(out + o, e == 'N' ? 0x85 : e == '_' ? 0xa0
+				o += enc_utf8(out + o, e == 'N' ? 0x85 : e == '_' ? 0xa0
 							 : e == 'L' ? 0x2028 : 0x2029);
 				i += 2;
 			} else if (e == 'x' || e == 'u' || e == 'U') {
@@ -288,7 +289,7 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 						return -1;
 					v = v << 4 | (uint32_t)h;
 				}
-				o += utf8_put(out + o, v);
+				o += enc_utf8(out + o, v);
 				i += 2 + len;
 			} else {
 				return -1; /* escaped line breaks are never written by us */
@@ -321,11 +322,11 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 				if (b2 == '\r' && i + 1 < n && s[i + 1] == '\n')
 					l = 2;
 				i += l;
-				nb += b2 == 0x2028 || b2 == 0x2029 ? utf8_put(brk + nb, b2)
-								   : utf8_put(brk + nb, '\n');
+				nb += b2 == 0x2028 || b2 == 0x2029 ? enc_utf8(brk + nb, b2)
+								   : enc_utf8(brk + nb, '\n');
 			}
 			if (!first_is_lf)
-				o += utf8_put(out + o, b);
+				o += enc_utf8(out + o, b);
 			else if (nb == 0)
 				out[o++] = ' ';
 			memcpy(out + o, brk, nb);
@@ -411,7 +412,7 @@ static void test_yaml_roundtrip_table(void **state)
 		size_t n = 0;
 		in[n++] = 'a';
 		in[n++] = ' ';
-		n += utf8_put(in + n, cp);
+		n += enc_utf8(in + n, cp);
 		in[n++] = ' ';
 		in[n++] = 'b';
 		snprintf(name, sizeof(name), "U+%04X", (unsigned)cp);
