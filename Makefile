@@ -28,7 +28,7 @@ CPPFLAGS_COMMON := -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 -DIMDS_VERSION='"$(VERSI
 JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # Each program sees its own folder and the core, never the other's.
-DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(findstring fuzz_adm,$@)$(findstring admission_cli,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
+DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(filter $(WH_FUZZ),$@)$(findstring admission_cli,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -74,6 +74,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
+WH_FUZZ := $(B)/fuzz/fuzz_admission $(B)/fuzz/fuzz_jview
 
 .PHONY: all server webhook build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server
@@ -146,7 +147,7 @@ $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 $(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
-# Unit tests and fuzzers: test_wh_* / fuzz_admission* belong to the webhook.
+# Unit tests and fuzzers: test_wh_* and $(WH_FUZZ) belong to the webhook.
 $(B)/tests/test_wh_%: tests/unit/test_wh_%.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
@@ -159,7 +160,7 @@ $(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
-$(B)/fuzz/fuzz_adm%: tests/fuzz/fuzz_adm%.c $(WH_LIBS)
+$(WH_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)

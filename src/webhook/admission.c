@@ -10,8 +10,10 @@
 #include <json-c/json.h>
 
 #include "audience.h"
+#include "jview.h"
 #include "patch.h"
 #include "sbuf.h"
+#include "utf8.h"
 
 #define ANN "imds.kubevirt.io/"
 #define ANN_ENABLED ANN "enabled"
@@ -64,6 +66,7 @@ struct adm {
 	int err;       /* the first A_* failure; later ones keep its message */
 	char msg[512]; /* what the failure says: HTTP 400 body or status.message */
 	struct patch *patch;
+	struct jv *v; /* the review */
 	const char *what; /* "pod default/virt-launcher-vm1-", for the reason */
 	char whatbuf[160];
 };
@@ -107,105 +110,63 @@ static int str_is(struct str s, const char *lit)
 
 /* ---- reading the review: every member we read is type-checked -------- */
 
-static const char *type_name(enum json_type t)
+static const char *type_name(enum jv_type t)
 {
 	switch (t) {
-	case json_type_object:
+	case JV_OBJECT:
 		return "an object";
-	case json_type_array:
+	case JV_ARRAY:
 		return "an array";
-	case json_type_string:
+	case JV_STRING:
 		return "a string";
-	case json_type_boolean:
+	case JV_BOOL:
 		return "a boolean";
-	case json_type_int:
-	case json_type_double:
+	case JV_NUMBER:
 		return "a number";
 	default:
 		return "null";
 	}
 }
 
-/* obj.key when it has type t; NULL when obj is NULL or the member is
+/* obj.key when it has type t; JV_NONE when obj is JV_NONE or the member is
  * absent or null (Go's encoder writes null for nil maps and slices).  Any
  * other type makes the review malformed. */
-static struct json_object *member(struct adm *a, struct json_object *obj, const char *key,
-				  enum json_type t, const char *where)
+static uint32_t member(struct adm *a, uint32_t obj, const char *key, enum jv_type t,
+		       const char *where)
 {
-	struct json_object *v;
-	if (!obj || !json_object_object_get_ex(obj, key, &v) || !v)
-		return NULL;
-	if (!json_object_is_type(v, t)) {
+	uint32_t v = jv_get(a->v, obj, key);
+	if (v == JV_NONE || jv_type(a->v, v) == JV_NULL)
+		return JV_NONE;
+	if (jv_type(a->v, v) != t) {
 		fail(a, A_BAD, "%s.%s: must be %s", where, key, type_name(t));
-		return NULL;
+		return JV_NONE;
 	}
 	return v;
 }
 
-static struct str mstr(struct adm *a, struct json_object *obj, const char *key, const char *where)
+/* The decoded bytes of string node i. */
+static struct str jstring(struct adm *a, uint32_t i)
 {
 	struct str s = {0};
-	struct json_object *v = member(a, obj, key, json_type_string, where);
-	if (v) {
-		s.p = json_object_get_string(v);
-		s.n = (size_t)json_object_get_string_len(v);
+	if (jv_str(a->v, i, &s.p, &s.n) < 0) {
+		fail(a, A_NOMEM, "out of memory");
+		s.p = NULL;
+		s.n = 0;
 	}
 	return s;
 }
 
-/* ---- checks on annotation values -------------------------------------- */
-
-/* Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF):
- * the length of the valid prefix, n when all of it is.  ASCII, which is
- * nearly all of a review, goes eight bytes at a time. */
-static size_t utf8_prefix(const char *s, size_t n)
+static struct str mstr(struct adm *a, uint32_t obj, const char *key, const char *where)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < n) {
-		uint64_t w;
-		if (n - i >= 8 && (memcpy(&w, p + i, 8), (w & 0x8080808080808080ull) == 0)) {
-			i += 8;
-			continue;
-		}
-		unsigned c = p[i];
-		size_t k;
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			k = 1;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			k = 2;
-			if (c == 0xe0)
-				lo = 0xa0;
-			else if (c == 0xed)
-				hi = 0x9f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			k = 3;
-			if (c == 0xf0)
-				lo = 0x90;
-			else if (c == 0xf4)
-				hi = 0x8f;
-		} else {
-			return i;
-		}
-		if (n - i <= k)
-			return i;
-		if (p[i + 1] < lo || p[i + 1] > hi)
-			return i;
-		for (size_t j = 2; j <= k; j++)
-			if ((p[i + j] & 0xc0) != 0x80)
-				return i;
-		i += k + 1;
-	}
-	return n;
+	uint32_t v = member(a, obj, key, JV_STRING, where);
+	return v == JV_NONE ? (struct str){0} : jstring(a, v);
 }
+
+/* ---- checks on annotation values -------------------------------------- */
 
 static int utf8_ok(const char *s, size_t n)
 {
-	return utf8_prefix(s, n) == n;
+	return utf8_valid(s, n) == 0;
 }
 
 /* What the sidecar accepts for IMDS_VM_NAME and IMDS_INSTANCE_ID
@@ -400,19 +361,19 @@ static int qty_nano(const struct qty *q, __int128 *out)
 /* A quantity of a resources map: 1 and q filled, 0 absent, -1 unparsable.
  * The API server writes quantities as strings; a JSON number is accepted
  * on input, so take integers too. */
-static int res_qty(struct json_object *map, const char *name, struct qty *q)
+static int res_qty(struct adm *a, uint32_t map, const char *name, struct qty *q)
 {
-	struct json_object *v;
-	if (!map || !json_object_object_get_ex(map, name, &v) || !v)
+	uint32_t v = jv_get(a->v, map, name);
+	if (v == JV_NONE || jv_type(a->v, v) == JV_NULL)
 		return 0;
-	if (json_object_is_type(v, json_type_string))
-		return qty_parse(json_object_get_string(v), (size_t)json_object_get_string_len(v), q) < 0
-			       ? -1
-			       : 1;
-	if (json_object_is_type(v, json_type_int)) {
-		char buf[32];
-		int n = snprintf(buf, sizeof(buf), "%lld", (long long)json_object_get_int64(v));
-		return qty_parse(buf, (size_t)n, q) < 0 ? -1 : 1;
+	if (jv_type(a->v, v) == JV_STRING) {
+		struct str s = jstring(a, v);
+		return !s.p || qty_parse(s.p, s.n, q) < 0 ? -1 : 1;
+	}
+	if (jv_type(a->v, v) == JV_NUMBER && (a->v->nodes[v].flags & JV_F_INTEGER)) {
+		size_t n;
+		const char *raw = jv_raw(a->v, v, &n);
+		return qty_parse(raw, n, q) < 0 ? -1 : 1; /* "-1" is no quantity either */
 	}
 	return -1;
 }
@@ -420,17 +381,17 @@ static int res_qty(struct json_object *map, const char *name, struct qty *q)
 /* Kubernetes' ComputePodQOS for one container: limits for cpu and memory,
  * both > 0, and requests equal to them.  A missing request counts as
  * equal: the API server defaults requests from limits before admission. */
-static int container_guaranteed(struct adm *a, struct json_object *c)
+static int container_guaranteed(struct adm *a, uint32_t c)
 {
-	struct json_object *res = member(a, c, "resources", json_type_object, "container");
-	struct json_object *lim = member(a, res, "limits", json_type_object, "container.resources");
-	struct json_object *req = member(a, res, "requests", json_type_object, "container.resources");
+	uint32_t res = member(a, c, "resources", JV_OBJECT, "container");
+	uint32_t lim = member(a, res, "limits", JV_OBJECT, "container.resources");
+	uint32_t req = member(a, res, "requests", JV_OBJECT, "container.resources");
 	static const char *const names[] = {"cpu", "memory"};
 	for (size_t i = 0; i < 2; i++) {
 		struct qty l, r;
-		if (res_qty(lim, names[i], &l) != 1 || l.m == 0)
+		if (res_qty(a, lim, names[i], &l) != 1 || l.m == 0)
 			return 0;
-		int have = res_qty(req, names[i], &r);
+		int have = res_qty(a, req, names[i], &r);
 		if (have < 0 || (have == 1 && !qty_eq(&l, &r)))
 			return 0;
 	}
@@ -551,7 +512,7 @@ static int replace(struct adm *a, const char *path, struct json_object *v)
 enum ud_source { UD_INLINE, UD_SECRET, UD_CONFIGMAP };
 
 struct pod {
-	struct json_object *anns, *spec, *containers, *inits, *volumes;
+	uint32_t anns, spec, containers, inits, volumes; /* nodes of the review */
 	unsigned expiration;
 	struct str aud[MAX_AUDIENCES];
 	char audir[MAX_AUDIENCES][256];
@@ -565,7 +526,7 @@ struct pod {
 
 /* An annotation of the pod as a string; a value of another type is a
  * malformed review. */
-static struct str ann(struct adm *a, struct json_object *anns, const char *key)
+static struct str ann(struct adm *a, uint32_t anns, const char *key)
 {
 	return mstr(a, anns, key, "request.object.metadata.annotations");
 }
@@ -625,7 +586,7 @@ static void parse_audiences(struct adm *a, struct pod *p, struct str v)
 	}
 }
 
-static void pod_settings(struct adm *a, struct pod *p, struct json_object *labels)
+static void pod_settings(struct adm *a, struct pod *p, uint32_t labels)
 {
 	char q[64];
 	struct str v;
@@ -707,13 +668,13 @@ static void pod_settings(struct adm *a, struct pod *p, struct json_object *label
 static void check_annotation_size(struct adm *a, struct pod *p)
 {
 	size_t total = 0;
-	json_object_object_foreach(p->anns, k, v)
-	{
-		if (!json_object_is_type(v, json_type_string)) {
+	for (uint32_t k = jv_first(a->v, p->anns); k != JV_NONE; k = jv_next(a->v, p->anns, k)) {
+		if (jv_type(a->v, k + 1) != JV_STRING) {
 			fail(a, A_BAD, "request.object.metadata.annotations: values must be strings");
 			return;
 		}
-		total += strlen(k) + (size_t)json_object_get_string_len(v);
+		/* Decoded lengths, as the API server counts them. */
+		total += a->v->nodes[k].n + a->v->nodes[k + 1].n;
 	}
 	total += strlen(ANN_INJECTED) + 4;
 	if (p->add_vendor_data)
@@ -839,13 +800,12 @@ static struct json_object *sidecar(struct adm *a, struct pod *p)
 }
 
 /* Every element an object with a string name; 1 when one is named name. */
-static int has_named(struct adm *a, struct json_object *arr, const char *name, const char *where)
+static int has_named(struct adm *a, uint32_t arr, const char *name, const char *where)
 {
 	int found = 0;
-	size_t n = arr ? json_object_array_length(arr) : 0;
-	for (size_t i = 0; i < n && !a->err; i++) {
-		struct json_object *e = json_object_array_get_idx(arr, i);
-		if (!e || !json_object_is_type(e, json_type_object)) {
+	size_t i = 0;
+	for (uint32_t e = jv_first(a->v, arr); e != JV_NONE && !a->err; e = jv_next(a->v, arr, e), i++) {
+		if (jv_type(a->v, e) != JV_OBJECT) {
 			fail(a, A_BAD, "%s[%zu]: must be an object", where, i);
 			break;
 		}
@@ -855,11 +815,10 @@ static int has_named(struct adm *a, struct json_object *arr, const char *name, c
 	return found;
 }
 
-static int all_guaranteed(struct adm *a, struct json_object *arr)
+static int all_guaranteed(struct adm *a, uint32_t arr)
 {
-	size_t n = arr ? json_object_array_length(arr) : 0;
-	for (size_t i = 0; i < n; i++)
-		if (!container_guaranteed(a, json_object_array_get_idx(arr, i)))
+	for (uint32_t e = jv_first(a->v, arr); e != JV_NONE; e = jv_next(a->v, arr, e))
+		if (!container_guaranteed(a, e))
 			return 0;
 	return 1;
 }
@@ -876,7 +835,7 @@ static void pod_patch(struct adm *a, struct pod *p)
 	struct json_object *vols[3] = {token_volume(p), podinfo_volume(p),
 				       p->ud != UD_INLINE ? user_data_volume(p) : NULL};
 	size_t nv = p->ud != UD_INLINE ? 3 : 2;
-	if (!p->volumes) {
+	if (p->volumes == JV_NONE) {
 		struct json_object *arr = json_object_new_array();
 		for (size_t i = 0; i < nv; i++)
 			arr = jpush(arr, vols[i]);
@@ -897,13 +856,13 @@ static void pod_patch(struct adm *a, struct pod *p)
 	 * containers before it, which are short. */
 	if (!a->cfg->native_sidecar)
 		add(a, "/spec/containers/-", c);
-	else if (p->inits)
+	else if (p->inits != JV_NONE)
 		add(a, "/spec/initContainers/-", c);
 	else
 		add(a, "/spec/initContainers", jarr(1, c));
 }
 
-static void pod_admit(struct adm *a, struct json_object *req, struct str op)
+static void pod_admit(struct adm *a, uint32_t req, struct str op)
 {
 	const char *W = "request.object";
 	if (!str_is(op, "CREATE")) {
@@ -912,13 +871,14 @@ static void pod_admit(struct adm *a, struct json_object *req, struct str op)
 		reason(a, "%.*s is never patched", (int)op.n, op.p);
 		return;
 	}
-	struct json_object *obj = member(a, req, "object", json_type_object, "request");
-	if (!obj && !a->err)
+	uint32_t obj = member(a, req, "object", JV_OBJECT, "request");
+	if (obj == JV_NONE && !a->err)
 		fail(a, A_BAD, "request.object: missing");
-	struct json_object *meta = member(a, obj, "metadata", json_type_object, W);
-	struct json_object *labels = member(a, meta, "labels", json_type_object, "request.object.metadata");
-	struct pod p = {0};
-	p.anns = member(a, meta, "annotations", json_type_object, "request.object.metadata");
+	uint32_t meta = member(a, obj, "metadata", JV_OBJECT, W);
+	uint32_t labels = member(a, meta, "labels", JV_OBJECT, "request.object.metadata");
+	struct pod p = {.anns = JV_NONE, .spec = JV_NONE, .containers = JV_NONE, .inits = JV_NONE,
+			.volumes = JV_NONE};
+	p.anns = member(a, meta, "annotations", JV_OBJECT, "request.object.metadata");
 	struct str launcher = mstr(a, labels, LABEL_LAUNCHER, "request.object.metadata.labels");
 	/* The opt-in is read from the parsed map, never from the raw text:
 	 * kubectl's last-applied-configuration holds the same words in a string. */
@@ -938,14 +898,14 @@ static void pod_admit(struct adm *a, struct json_object *req, struct str op)
 		reason(a, "already injected");
 		return;
 	}
-	p.spec = member(a, obj, "spec", json_type_object, W);
-	if (!p.spec && !a->err)
+	p.spec = member(a, obj, "spec", JV_OBJECT, W);
+	if (p.spec == JV_NONE && !a->err)
 		fail(a, A_BAD, "request.object.spec: missing");
-	p.containers = member(a, p.spec, "containers", json_type_array, "request.object.spec");
-	if (!p.containers && !a->err)
+	p.containers = member(a, p.spec, "containers", JV_ARRAY, "request.object.spec");
+	if (p.containers == JV_NONE && !a->err)
 		fail(a, A_BAD, "request.object.spec.containers: missing");
-	p.inits = member(a, p.spec, "initContainers", json_type_array, "request.object.spec");
-	p.volumes = member(a, p.spec, "volumes", json_type_array, "request.object.spec");
+	p.inits = member(a, p.spec, "initContainers", JV_ARRAY, "request.object.spec");
+	p.volumes = member(a, p.spec, "volumes", JV_ARRAY, "request.object.spec");
 	if (a->err)
 		return;
 	int c1 = has_named(a, p.containers, CONTAINER_NAME, "request.object.spec.containers");
@@ -970,8 +930,8 @@ static void pod_admit(struct adm *a, struct json_object *req, struct str op)
 	if (a->err)
 		return;
 
-	struct json_object *pres = member(a, p.spec, "resources", json_type_object, "request.object.spec");
-	p.pod_resources = pres && json_object_object_length(pres) > 0;
+	uint32_t pres = member(a, p.spec, "resources", JV_OBJECT, "request.object.spec");
+	p.pod_resources = pres != JV_NONE && a->v->nodes[pres].n > 0;
 	p.guaranteed = all_guaranteed(a, p.containers) && all_guaranteed(a, p.inits);
 	if (a->err)
 		return;
@@ -988,15 +948,15 @@ static void pod_admit(struct adm *a, struct json_object *req, struct str op)
 
 /* ---- VirtualMachines and VirtualMachineInstances ----------------------- */
 
-static int opted_in(struct adm *a, struct json_object *meta, const char *where)
+static int opted_in(struct adm *a, uint32_t meta, const char *where)
 {
-	struct json_object *anns = member(a, meta, "annotations", json_type_object, where);
+	uint32_t anns = member(a, meta, "annotations", JV_OBJECT, where);
 	char w[96];
 	snprintf(w, sizeof(w), "%s.annotations", where);
 	return str_is(mstr(a, anns, ANN_ENABLED, w), "true");
 }
 
-static void serial_admit(struct adm *a, struct json_object *req, struct str op, int vm)
+static void serial_admit(struct adm *a, uint32_t req, struct str op, int vm)
 {
 	if (!str_is(op, "CREATE") && !str_is(op, "UPDATE")) {
 		reason(a, "%.*s is never patched", (int)op.n, op.p);
@@ -1018,19 +978,17 @@ static void serial_admit(struct adm *a, struct json_object *req, struct str op, 
 		return;
 	}
 	/* An UPDATE carries object and oldObject: the new one is object. */
-	struct json_object *obj = member(a, req, "object", json_type_object, "request");
-	if (!obj && !a->err)
+	uint32_t obj = member(a, req, "object", JV_OBJECT, "request");
+	if (obj == JV_NONE && !a->err)
 		fail(a, A_BAD, "request.object: missing");
-	struct json_object *meta = member(a, obj, "metadata", json_type_object, "request.object");
+	uint32_t meta = member(a, obj, "metadata", JV_OBJECT, "request.object");
 	int in = opted_in(a, meta, "request.object.metadata");
 	if (vm && !in) {
 		/* The VM's template is where the VMI's annotations come from;
 		 * the VM's own metadata is accepted too. */
-		struct json_object *spec = member(a, obj, "spec", json_type_object, "request.object");
-		struct json_object *tmpl =
-			member(a, spec, "template", json_type_object, "request.object.spec");
-		struct json_object *tmeta =
-			member(a, tmpl, "metadata", json_type_object, "request.object.spec.template");
+		uint32_t spec = member(a, obj, "spec", JV_OBJECT, "request.object");
+		uint32_t tmpl = member(a, spec, "template", JV_OBJECT, "request.object.spec");
+		uint32_t tmeta = member(a, tmpl, "metadata", JV_OBJECT, "request.object.spec.template");
 		in = opted_in(a, tmeta, "request.object.spec.template.metadata");
 	}
 	if (a->err)
@@ -1046,13 +1004,13 @@ static void serial_admit(struct adm *a, struct json_object *req, struct str op, 
 	size_t depth = vm ? 5 : 3;
 	char ptr[128], where[128] = "request.object";
 	struct sbuf pb = SBUF_INIT(ptr, sizeof(ptr));
-	struct json_object *cur = obj;
+	uint32_t cur = obj;
 	for (size_t i = 0; i < depth; i++) {
-		struct json_object *next = member(a, cur, path[i], json_type_object, where);
+		uint32_t next = member(a, cur, path[i], JV_OBJECT, where);
 		if (a->err)
 			return;
 		patch_pointer_token(&pb, path[i], strlen(path[i]));
-		if (!next) {
+		if (next == JV_NONE) {
 			/* Create the missing parents in one add: {"domain":{"firmware":{"serial":..}}} */
 			struct json_object *v = jobj("serial", jstr(ADMISSION_SERIAL), JEND);
 			for (size_t k = depth - 1; k > i; k--)
@@ -1101,58 +1059,31 @@ static void serial_admit(struct adm *a, struct json_object *req, struct str op, 
 
 /* ---- the review ------------------------------------------------------- */
 
-/* An upper bound on the JSON values in the body, strings skipped. */
-/* An upper bound on the number of JSON values in the body, before json-c
- * builds a DOM of them: every value but the first follows a ',', '[' or
- * '{' outside a string.  Strings are skipped with memchr, which is what
- * makes this pass cheap next to the parse (user-data is most of a review). */
-static size_t count_values(const char *s, size_t n)
+/* A string member for the log line, or "" (never a failure). */
+static struct str loose_str(struct adm *a, uint32_t obj, const char *key)
 {
-	size_t count = 1;
-	const char *p = s, *end = s + n;
-	while (p < end) {
-		char c = *p++;
-		if (c == ',' || c == '[' || c == '{') {
-			count++;
-		} else if (c == '"') {
-			for (;;) { /* to the closing quote: one not escaped */
-				const char *q = memchr(p, '"', (size_t)(end - p));
-				if (!q)
-					return count; /* unterminated: the parser says so */
-				const char *b = q;
-				while (b > p && b[-1] == '\\')
-					b--;
-				p = q + 1;
-				if (((q - b) & 1) == 0)
-					break;
-			}
-		}
-	}
-	return count;
+	uint32_t v = jv_get(a->v, obj, key);
+	struct str s = {"", 0};
+	if (v != JV_NONE && jv_type(a->v, v) == JV_STRING && jv_str(a->v, v, &s.p, &s.n) < 0)
+		s = (struct str){"", 0};
+	return s;
 }
 
-static void describe(struct adm *a, struct json_object *req, struct json_object *obj)
+static void describe(struct adm *a, uint32_t req, uint32_t obj)
 {
-	struct json_object *meta = NULL, *v;
-	const char *ns = "", *name = "";
-	if (json_object_object_get_ex(req, "namespace", &v) && json_object_is_type(v, json_type_string))
-		ns = json_object_get_string(v);
-	if (json_object_object_get_ex(req, "name", &v) && json_object_is_type(v, json_type_string))
-		name = json_object_get_string(v);
-	if (!*name && obj && json_object_object_get_ex(obj, "metadata", &meta) &&
-	    json_object_is_type(meta, json_type_object) &&
-	    json_object_object_get_ex(meta, "generateName", &v) && json_object_is_type(v, json_type_string))
-		name = json_object_get_string(v);
+	struct str ns = loose_str(a, req, "namespace"), name = loose_str(a, req, "name");
+	if (name.n == 0)
+		name = loose_str(a, jv_get(a->v, obj, "metadata"), "generateName");
 	char cn[64], cs[64];
-	struct str sn = {ns, strlen(ns)}, sm = {name, strlen(name)};
 	snprintf(a->whatbuf, sizeof(a->whatbuf), "%s %s/%s", admission_kind_name(a->res->kind),
-		 clean(sn, 0, cs, sizeof(cs)), clean(sm, 0, cn, sizeof(cn)));
+		 clean(ns, 0, cs, sizeof(cs)), clean(name, 0, cn, sizeof(cn)));
 	a->what = a->whatbuf;
 }
 
-static void review(struct adm *a, struct json_object *root, struct str *uid)
+static void review(struct adm *a, struct str *uid)
 {
-	if (!json_object_is_type(root, json_type_object)) {
+	const uint32_t root = 0;
+	if (jv_type(a->v, root) != JV_OBJECT) {
 		fail(a, A_BAD, "the body is not a JSON object");
 		return;
 	}
@@ -1164,10 +1095,10 @@ static void review(struct adm *a, struct json_object *root, struct str *uid)
 		fail(a, A_BAD, "want apiVersion admission.k8s.io/v1, kind AdmissionReview");
 		return;
 	}
-	struct json_object *req = member(a, root, "request", json_type_object, "review");
+	uint32_t req = member(a, root, "request", JV_OBJECT, "review");
 	if (a->err)
 		return;
-	if (!req) {
+	if (req == JV_NONE) {
 		fail(a, A_BAD, "request: missing");
 		return;
 	}
@@ -1179,13 +1110,13 @@ static void review(struct adm *a, struct json_object *root, struct str *uid)
 		uid->p = NULL;
 		return;
 	}
-	struct json_object *gvk = member(a, req, "kind", json_type_object, "request");
+	uint32_t gvk = member(a, req, "kind", JV_OBJECT, "request");
 	struct str g = mstr(a, gvk, "group", "request.kind");
 	struct str k = mstr(a, gvk, "kind", "request.kind");
 	struct str op = mstr(a, req, "operation", "request");
 	if (a->err)
 		return;
-	if (!gvk || !k.p) {
+	if (gvk == JV_NONE || !k.p) {
 		fail(a, A_BAD, "request.kind: missing");
 		return;
 	}
@@ -1208,9 +1139,7 @@ static void review(struct adm *a, struct json_object *root, struct str *uid)
 		fail(a, A_BAD, "request.operation: want CREATE, UPDATE, DELETE or CONNECT");
 		return;
 	}
-	struct json_object *obj = NULL;
-	json_object_object_get_ex(req, "object", &obj);
-	describe(a, req, obj);
+	describe(a, req, jv_get(a->v, req, "object"));
 	if (a->res->kind == ADM_KIND_POD)
 		pod_admit(a, req, op);
 	else
@@ -1282,51 +1211,31 @@ static int respond_review(struct adm *a, struct str uid, const char *patch, size
 	return 0;
 }
 
-/* One tokener for the process, reset per review: its depth stack and
- * string buffer are allocated once, not for every review (the event loop
- * is single-threaded; admission_cleanup() frees it). */
-static struct json_tokener *tok_cached;
+/* One view for the process, its buffers reused review after review (the
+ * event loop is single-threaded; admission_cleanup() frees them). */
+static struct jv view = {.max_depth = ADMISSION_MAX_DEPTH, .max_nodes = ADMISSION_MAX_VALUES};
 
-static struct json_tokener *tokener(void)
-{
-	if (!tok_cached) {
-		tok_cached = json_tokener_new_ex(ADMISSION_MAX_DEPTH);
-		if (!tok_cached)
-			return NULL;
-		json_tokener_set_flags(tok_cached, JSON_TOKENER_STRICT);
-	}
-	json_tokener_reset(tok_cached);
-	return tok_cached;
-}
-
-/* The last review's DOM and patch, freed after its answer has left
+/* The last review's patch, freed after its answer has left
  * (admission_release() from the loop's before-sleep hook, or the next
- * review): ~15 us of frees that no API server needs to wait for. */
-static struct json_object *last_root;
+ * review): frees that no API server needs to wait for. */
 static struct patch *last_patch;
 
 void admission_release(void)
 {
 	patch_free(last_patch);
-	json_object_put(last_root);
 	last_patch = NULL;
-	last_root = NULL;
 }
 
 void admission_cleanup(void)
 {
 	admission_release();
-	if (tok_cached)
-		json_tokener_free(tok_cached);
-	tok_cached = NULL;
+	jv_free(&view);
 }
 
 void admission_handle(const struct admission_config *cfg, const char *body, size_t len,
 		      struct admission_result *res)
 {
-	struct json_tokener *tok = NULL;
-	struct json_object *root = NULL;
-	struct adm a = {.cfg = cfg, .res = res, .what = "review"};
+	struct adm a = {.cfg = cfg, .res = res, .what = "review", .v = &view};
 	struct str uid = {0};
 
 	admission_release(); /* the previous review's, if nobody did yet */
@@ -1346,38 +1255,15 @@ void admission_handle(const struct admission_config *cfg, const char *body, size
 		set_reason(res, "review: empty body");
 		return;
 	}
-	if (count_values(body, len) > ADMISSION_MAX_VALUES) {
+	char jerr[160];
+	int r = jv_parse(&view, body, len, jerr, sizeof(jerr));
+	if (r == -E2BIG) {
 		respond_error(res, 413, "too_large", "the AdmissionReview has too many JSON values");
-		set_reason(res, "review: more than %d JSON values",
-			 ADMISSION_MAX_VALUES);
-		return;
+		set_reason(res, "review: more than %d JSON values and member names", ADMISSION_MAX_VALUES);
+		goto done;
 	}
-	/* JSON is UTF-8 (RFC 8259 §8.1): checked here for the whole body in one
-	 * pass, several times faster than json-c's per-byte check. */
-	size_t valid = utf8_prefix(body, len);
-	if (valid != len) {
-		fail(&a, A_BAD, "not JSON: invalid UTF-8 at byte %zu", valid);
-		goto out;
-	}
-	tok = tokener();
-	if (!tok) {
-		fail(&a, A_NOMEM, "out of memory");
-		goto out;
-	}
-	root = json_tokener_parse_ex(tok, body, (int)len);
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	if (!root || jerr != json_tokener_success) {
-		if (jerr == json_tokener_continue)
-			fail(&a, A_BAD, "not JSON: the body ends inside a value");
-		else
-			fail(&a, A_BAD, "not JSON: %s at byte %zu", json_tokener_error_desc(jerr),
-			     json_tokener_get_parse_end(tok));
-		goto out;
-	}
-	/* The tokener stops at a NUL byte; the rest must be nothing. */
-	if (json_tokener_get_parse_end(tok) != len) {
-		fail(&a, A_BAD, "not JSON: unexpected bytes after the review at byte %zu",
-		     json_tokener_get_parse_end(tok));
+	if (r < 0) {
+		fail(&a, r == -ENOMEM ? A_NOMEM : A_BAD, "not JSON: %s", jerr);
 		goto out;
 	}
 	a.patch = patch_new();
@@ -1385,7 +1271,7 @@ void admission_handle(const struct admission_config *cfg, const char *body, size
 		fail(&a, A_NOMEM, "out of memory");
 		goto out;
 	}
-	review(&a, root, &uid);
+	review(&a, &uid);
 
 out:
 	if (a.err == A_OK || a.err == A_DENY) {
@@ -1418,12 +1304,12 @@ out:
 		respond_error(res, 500, "internal", "out of memory");
 		set_reason(res, "%s: out of memory", a.what);
 	}
+done:
 	last_patch = a.patch;
-	last_root = root;
-	/* Its string buffer grew as large as the longest string, and the DOM
-	 * is as large as the review: do not keep a few MiB until later. */
-	if (len > (256u << 10))
-		admission_cleanup();
+	/* The view's buffers are as large as the largest review so far: do
+	 * not keep a few MiB for the sake of the next one. */
+	if (len > (256u << 10) || view.cap > 16384)
+		jv_free(&view);
 }
 
 void admission_result_free(struct admission_result *res)

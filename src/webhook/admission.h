@@ -1,6 +1,9 @@
 /* admission: AdmissionReview (admission.k8s.io/v1) in, AdmissionReview out.
  *
- * Pure: bytes in, a response body out; no I/O, no logging, no globals.
+ * Bytes in, a response body out; no I/O, no logging.  Its only state is
+ * what it reuses between reviews (the JSON view's buffers, the last patch).
+ * The review is read with jview (a validating pass, no DOM); the patch is
+ * built and written with json-c.
  * Pods (CREATE, label kubevirt.io=virt-launcher, opted in, not injected)
  * get the imds-server sidecar, its volumes and the injected annotation;
  * VirtualMachines (CREATE, UPDATE) and VirtualMachineInstances (CREATE:
@@ -15,8 +18,8 @@
 #define ADMISSION_MAX_BODY (3u << 20)
 /* Nesting of the review; a virt-launcher pod with managedFields needs ~15. */
 #define ADMISSION_MAX_DEPTH 64
-/* JSON values in one review.  json-c spends 100-500 bytes on each, so 3 MiB
- * of "[]," would cost ~350 MB; a virt-launcher pod has ~1000. */
+/* JSON values and member names in one review (jview nodes, 24 bytes
+ * each: 2.4 MB at most); a virt-launcher pod has ~800-1500. */
 #define ADMISSION_MAX_VALUES 100000
 
 #define ADMISSION_SERIAL "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
@@ -46,15 +49,15 @@ struct admission_result {
  * 256 KiB, the annotation limit).  0, or -EINVAL with a message. */
 int admission_config_check(const struct admission_config *cfg, char *err, size_t errlen);
 
-/* admission_handle() frees a review's DOM and patch after its answer is
- * built: at the next call or at admission_release(), which the webhook
- * calls from the loop's before-sleep hook (after the answer was written).
- * admission_cleanup() frees that and the reused JSON tokener (at exit). */
+/* admission_handle() frees a review's patch after its answer is built: at
+ * the next call or at admission_release(), which the webhook calls from
+ * the loop's before-sleep hook (after the answer was written).
+ * admission_cleanup() frees that and the reused JSON view (at exit). */
 void admission_release(void);
 void admission_cleanup(void);
 
 /* body need not be NUL-terminated.  Always fills res; free it with
- * admission_result_free().  Not thread-safe (one tokener is reused). */
+ * admission_result_free().  Not thread-safe (one JSON view is reused). */
 void admission_handle(const struct admission_config *cfg, const char *body, size_t len,
 		      struct admission_result *res);
 /* Frees the body; NULL and a freed result are no-ops. */

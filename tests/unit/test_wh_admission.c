@@ -1338,7 +1338,7 @@ static void test_malformed_table(void **state)
 static void test_malformed_sizes(void **state)
 {
 	(void)state;
-	/* Nesting 10000 deep: the tokener's depth cap answers. */
+	/* Nesting 10000 deep: the reader's depth cap answers. */
 	size_t depth = 10000;
 	char *deep = malloc(2 * depth);
 	memset(deep, '[', depth);
@@ -1372,7 +1372,7 @@ static void test_malformed_sizes(void **state)
 	expect_status(big, ADMISSION_MAX_BODY + 1, 413, "3 MiB + 1");
 	memset(big, 'x', ADMISSION_MAX_BODY + 1);
 	expect_status(big, ADMISSION_MAX_BODY + 1, 413, "3 MiB + 1 of junk");
-	/* A flood of tiny values: 413 before json-c allocates them. */
+	/* A flood of tiny values: 413 at the node cap. */
 	big[0] = '[';
 	size_t o = 1;
 	for (size_t i = 0; i < ADMISSION_MAX_VALUES + 10; i++) {
@@ -1395,8 +1395,8 @@ static void test_malformed_sizes(void **state)
 	free(fx);
 }
 
-/* The two passes before json-c: UTF-8 over the whole body (eight ASCII
- * bytes at a time) and the value count that skips strings with memchr. */
+/* The reader's string scan (UTF-8 checked, printable ASCII sixteen
+ * bytes at a time) and its node cap, which no string content counts to. */
 static void test_prepasses(void **state)
 {
 	(void)state;
