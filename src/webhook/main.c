@@ -2,7 +2,6 @@
  * listener on the shared event loop: POST /mutate (and per-kind aliases),
  * GET /healthz, /readyz, /metrics. */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,11 +159,6 @@ int main(int argc, char **argv)
 {
 	log_init("imds-webhook");
 	signal(SIGPIPE, SIG_IGN);
-	/* A review is a few thousand small blocks (json-c's DOM) freed
-	 * together next to a few large ones (bodies, TLS records).  glibc's
-	 * fastbins make every large allocation consolidate that heap again;
-	 * without them a review costs ~20-30% less CPU (bench/webhook_bench.sh). */
-	mallopt(M_MXFAST, 0);
 	const char *listen_addr = ":8443";
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
