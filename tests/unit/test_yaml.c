@@ -171,27 +171,6 @@ static void test_yaml_every_byte(void **state)
  * characters outside YAML's printable set.  Returns the decoded length, or
  * -1 for a document PyYAML rejects. */
 
-static size_t enc_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	} else if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	} else if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
 
 /* One code point (input is valid UTF-8 here: yaml_scalar's output). */
 static uint32_t cp_at(const char *s, size_t n, size_t i, size_t *len)
@@ -275,8 +254,8 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 				out[o++] = rep_to[r - rep_from];
 				i += 2;
 			} else if (e == 'N' || e == '_' || e == 'L' || e == 'P') {
-				o += enc_utf8(out + o, e == 'N' ? 0x85 : e == '_' ? 0xa0
-							 : e == 'L' ? 0x2028 : 0x2029);
+				uint32_t cp = e == 'N' ? 0x85 : e == '_' ? 0xa0 : e == 'L' ? 0x2028 : 0x2029;
+				o += utf8_put(cp, out + o);
 				i += 2;
 			} else if (e == 'x' || e == 'u' || e == 'U') {
 				size_t len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
@@ -289,7 +268,7 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 						return -1;
 					v = v << 4 | (uint32_t)h;
 				}
-				o += enc_utf8(out + o, v);
+				o += utf8_put(v, out + o);
 				i += 2 + len;
 			} else {
 				return -1; /* escaped line breaks are never written by us */
@@ -322,11 +301,11 @@ static long pyyaml_dq(const char *s, size_t n, char *out, size_t cap)
 				if (b2 == '\r' && i + 1 < n && s[i + 1] == '\n')
 					l = 2;
 				i += l;
-				nb += b2 == 0x2028 || b2 == 0x2029 ? enc_utf8(brk + nb, b2)
-								   : enc_utf8(brk + nb, '\n');
+				nb += b2 == 0x2028 || b2 == 0x2029 ? utf8_put(b2, brk + nb)
+								   : utf8_put('\n', brk + nb);
 			}
 			if (!first_is_lf)
-				o += enc_utf8(out + o, b);
+				o += utf8_put(b, out + o);
 			else if (nb == 0)
 				out[o++] = ' ';
 			memcpy(out + o, brk, nb);
@@ -412,7 +391,7 @@ static void test_yaml_roundtrip_table(void **state)
 		size_t n = 0;
 		in[n++] = 'a';
 		in[n++] = ' ';
-		n += enc_utf8(in + n, cp);
+		n += utf8_put(cp, in + n);
 		in[n++] = ' ';
 		in[n++] = 'b';
 		snprintf(name, sizeof(name), "U+%04X", (unsigned)cp);
