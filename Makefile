@@ -169,7 +169,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 
 ## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
 test:
-	@hack/install-deps.sh build test vm kube
+	@hack/install-deps.sh build test vm kube deploy
 	@tests/run.sh
 
 ## demo: a guest fetching its metadata from the sidecar, shown step by step

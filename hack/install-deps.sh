@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt, what a group of make targets needs; does nothing when
 # everything is there already (idempotent, safe to run on every make).
-#   hack/install-deps.sh GROUP...   groups: build test bench lint vm kube
+#   hack/install-deps.sh GROUP...   groups: build test bench lint vm kube deploy
 set -euo pipefail
 
 declare -A pkgs=(
@@ -11,6 +11,9 @@ declare -A pkgs=(
 	[lint]="shellcheck cppcheck clang-tidy"
 	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs"
 	[kube]="etcd-server openssl"
+	# what the deployment suites run: file(1) on the built binaries, shellcheck on
+	# every script, npm (Debian's nodejs ships without it) for the manifest models
+	[deploy]="file shellcheck nodejs npm"
 )
 
 want=()

@@ -30,7 +30,7 @@ mapfile -t scripts < <(
 	} | sed 's#^\./##' | sort -u
 )
 if ! command -v shellcheck >/dev/null; then
-	not_ok "shellcheck installed (hack/install-deps.sh lint)"
+	not_ok "shellcheck installed (hack/install-deps.sh deploy)"
 else
 	for s in "${scripts[@]}"; do
 		check "shellcheck $s" shellcheck -x -P SCRIPTDIR "$s"
