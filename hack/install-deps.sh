@@ -23,8 +23,14 @@ for g in "$@"; do
 done
 ((${#want[@]})) || exit 0
 
+# A package whose command may come from elsewhere: a machine whose Node.js
+# is a vendor build (nodesource's nodejs bundles npm and conflicts with
+# Debian's npm package) has the commands without Debian's packages.
+declare -A cmd_of=([nodejs]=node [npm]=npm)
+
 missing=()
 for p in "${want[@]}"; do
+	[[ -n "${cmd_of[$p]+x}" ]] && command -v "${cmd_of[$p]}" >/dev/null && continue
 	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[[ "$st" == installed ]] || missing+=("$p")
 done
