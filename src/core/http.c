@@ -14,12 +14,27 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "log.h"
 #include "sbuf.h"
 
 /* Timeout lists.  Every connection is on exactly one; since all entries of a
  * list share one duration, appending keeps each list sorted by deadline and
  * the earliest deadline is always a list head: O(1) timeouts, no heap. */
-enum conn_list { L_READING, L_IDLE, L_WRITING, L_COUNT };
+enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_COUNT };
+
+/* Lingering close, as nginx's lingering_close: after an error answer the
+ * client may still be sending (a body over the cap, the rest of a bad
+ * request).  Closing with unread bytes makes the kernel reset the
+ * connection, and a client that writes everything before it reads (Python's
+ * http.client, Go's net/http) then never sees the answer.  So the write side
+ * is shut and input is read and dropped, bounded in time and bytes. */
+#define LINGER_MS 2000
+#define LINGER_MAX_BYTES ((size_t)8 << 20)
+
+/* Out of descriptors, accept fails and the listener stays readable: a
+ * level-triggered loop would wake at once, forever.  Listeners pause until
+ * a connection closes, or this long at most (descriptors freed elsewhere). */
+#define ACCEPT_PAUSE_MS 100
 
 struct conn {
 	int fd;
@@ -32,6 +47,9 @@ struct conn {
 	int started;            /* bytes of the current request seen */
 	uint64_t req_us;        /* when the current request's bytes began */
 	int close_after;        /* close once output drains */
+	int linger;             /* ... and drain input first (after an error answer) */
+	int lingering;          /* answered; reading and dropping input until EOF */
+	size_t lingered;        /* bytes dropped so far */
 	char *in;               /* held input: partial or pipelined requests */
 	size_t in_len, in_cap;
 	char *out;              /* unsent response bytes */
@@ -70,6 +88,8 @@ struct http_server {
 	http_logger *logger;
 	void *ud;
 	struct listener *listeners;
+	uint64_t accept_paused_until; /* 0: accepting */
+	int fd_starved;         /* an EMFILE episode is going on (logged once) */
 	struct clist lists[L_COUNT];
 	unsigned nconns;
 	int timer_fd;
@@ -219,6 +239,8 @@ static void conn_move(struct http_server *s, struct conn *c, enum conn_list to, 
 	timer_want(s, deadline);
 }
 
+static void accept_resume(struct http_server *s);
+
 static void conn_free(struct http_server *s, struct conn *c)
 {
 	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
@@ -231,6 +253,8 @@ static void conn_free(struct http_server *s, struct conn *c)
 	blob_unref(c->blob);
 	free(c);
 	s->nconns--;
+	if (s->accept_paused_until)
+		accept_resume(s); /* a descriptor just came free */
 	if (s->draining && s->nconns == 0 && s->drained) {
 		void (*done)(void *) = s->drained;
 		s->drained = NULL;
@@ -546,6 +570,7 @@ static int respond_error(struct http_server *s, struct conn *c, int status, cons
 	response_reset(res);
 	http_res_error(res, status, code, msg);
 	c->close_after = 1;
+	c->linger = 1;
 	struct http_request *r = &s->ps.req;
 	if (!parsed)
 		memset(r, 0, offsetof(struct http_request, hname));
@@ -751,6 +776,51 @@ static int hold(struct conn *c, const char *data, size_t len, size_t cap)
 	return 0;
 }
 
+/* The answer is out: shut the write side (the client reads it to EOF) and
+ * drop what the client still sends, until EOF, LINGER_MS or
+ * LINGER_MAX_BYTES, whichever comes first.  0, or -1 to close at once. */
+static int linger_start(struct http_server *s, struct conn *c, uint64_t now)
+{
+	if (c->lingering)
+		return 0;
+	c->lingering = 1;
+	hold(c, NULL, 0, 0);
+	/* TLS says close_notify first; the records the client still sends are
+	 * then dropped undecrypted. */
+	if (c->tr && s->tr && s->tr->shutdown)
+		s->tr->shutdown(c->tr);
+	if (shutdown(c->fd, SHUT_WR) < 0)
+		return -1;
+	if (loop_mask(s->loop, c->fd) != LOOP_READABLE) {
+		loop_del(s->loop, c->fd, LOOP_WRITABLE);
+		if (loop_add(s->loop, c->fd, LOOP_READABLE, conn_io, c) < 0)
+			return -1;
+	}
+	conn_move(s, c, L_LINGER, now + LINGER_MS);
+	return 0;
+}
+
+/* Returns 1 while c lives, 0 once it was freed. */
+static int linger_read(struct http_server *s, struct conn *c)
+{
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(c->fd, s->scratch, s->scratch_cap);
+		if (n > 0) {
+			c->lingered += (size_t)n;
+			if (c->lingered > LINGER_MAX_BYTES)
+				goto done;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 1;
+		goto done; /* EOF or a reset: the client is gone */
+	}
+	return 1; /* a fast sender: the loop comes back after the others */
+done:
+	conn_free(s, c);
+	return 0;
+}
+
 /* After I/O: put c on the list its state asks for, or close it. */
 /* Returns 1 while c lives, 0 once it was freed. */
 static int settle(struct http_server *s, struct conn *c)
@@ -765,10 +835,12 @@ static int settle(struct http_server *s, struct conn *c)
 		}
 		return 1;
 	}
-	if (c->close_after) {
+	if (c->close_after && (!c->linger || linger_start(s, c, now) < 0)) {
 		conn_free(s, c);
 		return 0;
 	}
+	if (c->lingering)
+		return 1;
 	if (loop_mask(s->loop, c->fd) != LOOP_READABLE) {
 		loop_del(s->loop, c->fd, LOOP_WRITABLE);
 		if (loop_add(s->loop, c->fd, LOOP_READABLE, conn_io, c) < 0) {
@@ -886,6 +958,10 @@ static void conn_io(struct loop *l, int fd, void *data, int mask)
 	(void)fd;
 	struct conn *c = data;
 	struct http_server *s = c->srv;
+	if (c->lingering) {
+		linger_read(s, c);
+		return;
+	}
 	if ((mask & LOOP_WRITABLE) && !c->out && !c->blob) {
 		/* The transport asked for writability in order to read. */
 		loop_del(s->loop, c->fd, LOOP_WRITABLE);
@@ -986,6 +1062,29 @@ int http_server_adopt(struct http_server *s, int fd, const struct sockaddr_stora
 	return r;
 }
 
+static void on_accept(struct loop *l, int lfd, void *data, int mask);
+
+static void accept_resume(struct http_server *s)
+{
+	s->accept_paused_until = 0;
+	for (struct listener *ln = s->listeners; ln; ln = ln->next)
+		(void)loop_add(s->loop, ln->fd, LOOP_READABLE, on_accept, s);
+}
+
+/* No descriptor for the next connection: stop watching the listeners (the
+ * clients wait in the backlog) until a connection closes or the pause ends. */
+static void accept_pause(struct http_server *s, int err)
+{
+	if (!s->fd_starved)
+		log_error("http: accept: %s with %u connections open; pausing accept until a "
+			  "descriptor comes free", strerror(err), s->nconns);
+	s->fd_starved = 1;
+	s->accept_paused_until = loop_now_ms(s->loop) + ACCEPT_PAUSE_MS;
+	for (struct listener *ln = s->listeners; ln; ln = ln->next)
+		loop_del(s->loop, ln->fd, LOOP_READABLE);
+	timer_want(s, s->accept_paused_until);
+}
+
 static void on_accept(struct loop *l, int lfd, void *data, int mask)
 {
 	(void)l;
@@ -995,8 +1094,15 @@ static void on_accept(struct loop *l, int lfd, void *data, int mask)
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN, or a transient error such as EMFILE */
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				accept_pause(s, errno);
+			return; /* EAGAIN, or a connection that died in the backlog */
+		}
+		if (s->fd_starved) {
+			log_info("http: accepting again (%u connections open)", s->nconns);
+			s->fd_starved = 0;
+		}
 		int one = 1;
 		/* Responses leave in one writev; Nagle would only delay the
 		 * tail of a partial write. */
@@ -1015,6 +1121,12 @@ static void on_timer(struct loop *l, int fd, void *data, int mask)
 	uint64_t now = loop_clock_ms();
 	(void)l;
 	uint64_t next = 0;
+	if (s->accept_paused_until) {
+		if (s->accept_paused_until <= now)
+			accept_resume(s);
+		else
+			next = s->accept_paused_until;
+	}
 	for (int i = 0; i < L_COUNT; i++) {
 		struct clist *cl = &s->lists[i];
 		while (cl->head && cl->head->deadline <= now) {

@@ -107,6 +107,9 @@ struct http_transport {
 	ssize_t (*read)(void *conn, int fd, void *buf, size_t len, int *want);
 	ssize_t (*writev)(void *conn, int fd, const struct iovec *iov, int cnt, int *want);
 	size_t (*pending)(void *conn);
+	/* Optional: end the session's output (TLS close_notify) before the core
+	 * shuts the socket's write side for a lingering close. */
+	void (*shutdown)(void *conn);
 	void (*close)(void *conn);
 	void *ctx;
 };

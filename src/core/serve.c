@@ -2,10 +2,25 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "log.h"
+
+unsigned long serve_raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t cur = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			rl.rlim_cur = cur;
+	}
+	return (unsigned long)rl.rlim_cur;
+}
 
 void serve_access_log(const struct http_request *req, int status, size_t bytes, void *ud)
 {

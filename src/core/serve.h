@@ -15,6 +15,11 @@ struct serve_signals {
 	int fd;
 };
 
+/* Raises the soft RLIMIT_NOFILE to the hard limit (a container's soft
+ * limit is often 1024, below what the connection cap needs).  Returns the
+ * soft limit now in force, or 0 when it cannot be read. */
+unsigned long serve_raise_nofile(void);
+
 /* The http_logger of both programs: one access line per request. */
 void serve_access_log(const struct http_request *req, int status, size_t bytes, void *ud);
 

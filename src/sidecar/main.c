@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -45,14 +44,9 @@ static const char usage[] =
 static int setsize_for(const struct imds_config *cfg)
 {
 	/* Every connection is an fd; keep room for listeners, netlink, ARP,
-	 * timers and stdio.  Raise the soft limit to match if allowed. */
-	rlim_t want = (rlim_t)cfg->limits.max_conns + 64;
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
-		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return (int)want;
+	 * timers and stdio.  Past the soft limit, accept pauses (http.c). */
+	serve_raise_nofile();
+	return (int)cfg->limits.max_conns + 64;
 }
 
 static int cmd_server(int argc, char **argv, int networked)

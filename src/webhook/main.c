@@ -227,6 +227,7 @@ int main(int argc, char **argv)
 	lim.idle_timeout_ms = 90000; /* longer than Go's 90 s idle keep-alive */
 	w.metrics_cap = 8192;
 	w.metrics_buf = malloc(w.metrics_cap);
+	serve_raise_nofile();
 	w.loop = loop_new((int)lim.max_conns + 64);
 	if (!w.loop || !w.metrics_buf) {
 		fprintf(stderr, "imds-webhook: out of memory\n");

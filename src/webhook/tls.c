@@ -295,14 +295,20 @@ static size_t tr_pending(void *conn)
 	return (size_t)SSL_pending(conn);
 }
 
-static void tr_close(void *conn)
+/* One try at close_notify; a peer that is gone gets none.  Once sent
+ * (a lingering close sends it early), OpenSSL does not send it again. */
+static void tr_shutdown(void *conn)
 {
 	SSL *ssl = conn;
-	/* One try at close_notify; a peer that is gone gets none. */
-	if (SSL_is_init_finished(ssl))
+	if (SSL_is_init_finished(ssl) && !(SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN))
 		(void)SSL_shutdown(ssl);
 	ERR_clear_error();
-	SSL_free(ssl);
+}
+
+static void tr_close(void *conn)
+{
+	tr_shutdown(conn);
+	SSL_free(conn);
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */
@@ -369,6 +375,7 @@ struct tls_server *tls_server_new(struct loop *l, const char *cert_file, const c
 		.read = tr_read,
 		.writev = tr_writev,
 		.pending = tr_pending,
+		.shutdown = tr_shutdown,
 		.close = tr_close,
 		.ctx = t,
 	};
