@@ -15,7 +15,11 @@
 #   link-local: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
 #     init's network-config from the kernel command line), with
 #     net.ipv4.conf.all.arp_ignore=8 in the pod: only the sidecar's ARP
-#     responder can make 169.254.169.254 reachable.
+#     responder can make 169.254.169.254 reachable.  While this guest's
+#     cloud-init runs, the sidecar is killed with SIGKILL twice (in the
+#     init stage, and in the final stage while runcmd polls) and started again as kubelet
+#     restarts a native sidecar: serving within 1 s, plumbing adopted, the
+#     boot completes without errors.
 #
 # Prints the boot timings and the time from the guest's first request to
 # cloud-init's final stage.  VM_BOOT_SCENARIOS (default "masquerade
@@ -156,6 +160,33 @@ cat >>"$USER_DATA" <<'EOF'
       echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
       echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)"
+  - path: /usr/local/sbin/imds-e2e-poll
+    permissions: '0755'
+    content: |
+      #!/usr/bin/python3
+      # A guest agent asking every 20 ms while the sidecar is killed and
+      # restarted (scenario linklocal): prints how long it went unanswered.
+      import http.client, time
+      tty = open("/dev/ttyS0", "w")
+      print("IMDS-POLL-START", file=tty, flush=True)
+      t0, fails, first = time.monotonic(), 0, 0.0
+      while time.monotonic() - t0 < 60:
+          try:
+              c = http.client.HTTPConnection("169.254.169.254", 80, timeout=2)
+              c.request("GET", "/v1/meta-data")
+              ok = c.getresponse().status == 200
+              c.close()
+          except OSError:
+              ok = False
+          if ok and fails:
+              ms = round((time.monotonic() - first) * 1000)
+              print("IMDS-POLL-BACK fails=%d unanswered_ms=%d" % (fails, ms), file=tty, flush=True)
+              raise SystemExit(0)
+          if not ok:
+              first = first or time.monotonic()
+              fails += 1
+          time.sleep(0.02)
+      print("IMDS-POLL-TIMEOUT fails=%d" % fails, file=tty, flush=True)
   - path: /var/lib/cloud/scripts/per-boot/imds-e2e-boot.sh
     permissions: '0755'
     content: |
@@ -170,6 +201,10 @@ runcmd:
   - [ sh, -c, 'echo "IMDS-MARK runcmd hostname=$(hostname)" >/dev/ttyS0' ]
   - [ /usr/local/sbin/imds-e2e-fetch ]
 EOF
+# The link-local guest also polls through a sidecar restart in its runcmd,
+# before it fetches identity and token from the restarted process.
+USER_DATA_POLL=$work/user-data-poll
+sed 's|^  - \[ /usr/local/sbin/imds-e2e-fetch \]$|  - [ /usr/local/sbin/imds-e2e-poll ]\n&|' "$USER_DATA" >"$USER_DATA_POLL"
 
 # timestamp <file> <out>: copy lines of a growing file to <out>, each
 # prefixed with the host's time when it appeared.
@@ -245,21 +280,90 @@ pod_up() {
 		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
 	fi
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
-		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$USER_DATA" \
+		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@${3:-$USER_DATA}" \
 		--del-annotation imds.kubevirt.io/network-config >"$SC_ENV" || return 1
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
-	# shellcheck disable=SC1090 # generated
-	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" run) >>"$SC_LOG" 2>&1 &
-	bg_pids+=($!)
-	local i
-	for ((i = 0; i < 100; i++)); do
-		grep -q 'net: serving' "$SC_LOG" && return 0
-		sleep 0.1
-	done
+	sidecar_start
+	sidecar_wait_serving 1 10 && return 0
 	echo "imds-server run did not report 'net: serving':" >&2
 	cat "$SC_LOG" >&2
 	return 1
+}
+
+# sidecar_start: `imds-server run` in the pod with the env and files of the
+# injected container (again after a crash: kubelet restarts a native sidecar
+# with the same env, mounts and network namespace). Sets SC_PID.
+sidecar_start() {
+	# shellcheck disable=SC1090 # generated
+	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" run) >>"$SC_LOG" 2>&1 &
+	SC_PID=$!
+	bg_pids+=("$SC_PID")
+}
+
+# sidecar_wait_serving <n> <timeout-s>: until the log says 'net: serving' n
+# times (polled every 10 ms); T_SERVING is the host time it was seen.
+sidecar_wait_serving() {
+	local n=$1 deadline
+	deadline=$(awk -v t="${EPOCHREALTIME/,/.}" -v d="$2" 'BEGIN { printf "%d", t + d }')
+	while (($(grep -ac 'net: serving' "$SC_LOG") < n)); do
+		((${EPOCHREALTIME%[.,]*} >= deadline)) && return 1
+		sleep 0.01
+	done
+	T_SERVING=$EPOCHREALTIME
+}
+
+# wait_log <file> <regex> <timeout-s>: until a line of <file> matches (10 ms polls)
+wait_log() {
+	local deadline=$((SECONDS + $3))
+	until grep -aqE -- "$2" "$1" 2>/dev/null; do
+		((SECONDS >= deadline)) && return 1
+		sleep 0.01
+	done
+}
+
+# The sidecar's plumbing in the pod: veth-imds pair, 169.254.169.254/32, the
+# policy rule, table 169254's route (as tests/integration/net_restore.sh).
+count_plumbing() {
+	echo "$(ip -n "$NS" -o link show | grep -c 'veth-imds') \
+$(ip -n "$NS" -4 -o addr show | grep -c '169\.254\.169\.254/32') \
+$(ip -n "$NS" -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
+$(ip -n "$NS" -4 route show table 169254 | grep -c '^169\.254\.0\.0/16 dev veth-imds')"
+}
+
+# crash_restart <label> <when>: SIGKILL the sidecar (no cleanup of any kind
+# runs), RESTART_GAP s later start it again as kubelet restarts a native
+# sidecar; checks it serves within 1 s of its start and that the plumbing it
+# finds is adopted, not duplicated. Sets T_EXEC (host time of the restart).
+RESTART_GAP=${VM_RESTART_GAP:-0.5}
+crash_restart() {
+	local l=$1 when=$2 n ms plumb_before
+	plumb_before=$(count_plumbing)
+	n=$(grep -ac 'net: serving' "$SC_LOG")
+	kill -KILL "$SC_PID" 2>/dev/null
+	wait "$SC_PID" 2>/dev/null
+	echo "# $l: SIGKILL $when; restart ${RESTART_GAP}s later"
+	sleep "$RESTART_GAP"
+	T_EXEC=$EPOCHREALTIME
+	sidecar_start
+	if sidecar_wait_serving $((n + 1)) 5; then
+		ms=$(awk -v a="${T_EXEC/,/.}" -v b="${T_SERVING/,/.}" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+		if ((ms < 1000)); then
+			ok "$l: restarted sidecar ($when) serving ${ms} ms after its start"
+		else
+			not_ok "$l: restarted sidecar ($when) serving within 1 s of its start" "${ms} ms" "$(tail -n 20 "$SC_LOG")"
+		fi
+	else
+		not_ok "$l: restarted sidecar ($when) reports 'net: serving'" "$(tail -n 20 "$SC_LOG")"
+	fi
+	expect_eq "$l: plumbing after the restart ($when) adopted, not duplicated (links addr rule route)" \
+		"2 1 1 1 (before: $plumb_before)" "$(count_plumbing) (before: $plumb_before)"
+}
+
+# first_served_after <t> <regex>: host time of the first sidecar log line
+# matching <regex> that appeared after host time <t>
+first_served_after() {
+	awk -v t="${1/,/.}" -v re="$2" '$1 > t && $0 ~ re { print $1; exit }' "$SC_LOG.ts"
 }
 
 # reference <path>: what the sidecar serves for <path> (Metadata: true), from a
@@ -422,11 +526,46 @@ scenario_masquerade() {
 	vm_stop "$VM_PIDFILE" 2
 }
 
+# restart_during_boot <label> <console>: the sidecar dies twice while the
+# guest's cloud-init runs (issue 14): in the init stage, as soon as it served
+# the meta-data (the crawl's three requests come within a millisecond, so the
+# kill lands after them, while cloud-init applies them), and in the final
+# stage, while the guest polls every 20 ms (runcmd imds-e2e-poll). Both times
+# it is started again as kubelet restarts a native sidecar; the identity and
+# token the guest fetches after that come from the restarted process.
+restart_during_boot() {
+	local l=$1 con=$2 t
+	if ! wait_log "$SC_LOG" ' GET /v1/meta-data 200 ' "$BOOT_TIMEOUT"; then
+		not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
+		return 1
+	fi
+	crash_restart "$l" "in the init stage, once meta-data was served"
+	if ! wait_log "$con" 'IMDS-POLL-START' "$BOOT_TIMEOUT"; then
+		not_ok "$l: guest's runcmd started polling" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
+		return 1
+	fi
+	crash_restart "$l" "while the guest polls, in runcmd"
+	R2_EXEC=$T_EXEC
+	if ! wait_log "$con" 'IMDS-POLL-(BACK|TIMEOUT)' 90; then
+		not_ok "$l: guest's poll ended" "$(console_tail "$con")"
+		return 1
+	fi
+	t=$(first_served_after "$R2_EXEC" ' GET /v1/meta-data 200 ')
+	R2_MS=-
+	[[ -n $t ]] && R2_MS=$(awk -v a="${R2_EXEC/,/.}" -v b="$t" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	if [[ $R2_MS != - ]] && ((R2_MS < 1000)); then
+		ok "$l: the polling guest served again ${R2_MS} ms after the restart ($(line "$con" 'IMDS-POLL-BACK' | cut -d' ' -f2-))"
+	else
+		not_ok "$l: the polling guest served again within 1 s of the restart" "restart -> first answer: $R2_MS ms" \
+			"$(line "$con" 'IMDS-POLL-')" "$(tail -n 20 "$SC_LOG")"
+	fi
+}
+
 # --- 6. link-local scenario ----------------------------------------------------------------
 scenario_linklocal() {
 	local l=linklocal con="$work/linklocal/console.log" netcfg
 	# not in $(...): pod_up starts background processes and records them
-	if ! pod_up linklocal linklocal >"$work/pod_up.out" 2>&1; then
+	if ! pod_up linklocal linklocal "$USER_DATA_POLL" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
@@ -435,6 +574,7 @@ scenario_linklocal() {
 	# the datasource's): eth0 169.254.77.7/16 only, no gateway, no DHCP.
 	netcfg="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, subnets: [{type: static, address: 169.254.77.7/16}]}]}' | base64 -w0)"
 	VM_APPEND="network-config=$netcfg" boot_guest "$l" "$con" || return 1
+	restart_during_boot "$l" "$con" || return 1
 	wait_mark "$l: boot finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
 	timings "$l" "$con"
 	L_BOOT=$B_FINAL L_REQ_FINAL=$B_REQ_FINAL
@@ -449,7 +589,7 @@ scenario_linklocal() {
 	vm_stop "$VM_PIDFILE" 2
 }
 
-M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=-
+M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
 	case $s in
 	masquerade) scenario_masquerade ;;
@@ -465,6 +605,7 @@ else
 fi
 total="$(vm_elapsed "$T_START")"
 echo "# VM stage ($VARIANT): masquerade boot 1 ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)," \
-	"boot 2 ${M_BOOT2}s; link-local ${L_BOOT}s (first request -> final ${L_REQ_FINAL}s); total ${total}s"
+	"boot 2 ${M_BOOT2}s; link-local ${L_BOOT}s with two sidecar restarts (first request -> final ${L_REQ_FINAL}s," \
+	"polling guest served ${R2_MS}ms after a restart); total ${total}s"
 ok "VM stage total ${total}s ($VARIANT)"
 tap_done
