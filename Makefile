@@ -182,6 +182,16 @@ bench:
 	@hack/install-deps.sh build test bench
 	@bench/run.sh
 
+## soak: both servers under a mixed load with rotations, bridge removals, ARP
+## floods and slow clients for SOAK_SECONDS (default 600); growth checked (root)
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: deps-build
+	@hack/install-deps.sh test
+	@$(MAKE) --no-print-directory VARIANT=debug server webhook
+	@SOAK_SECONDS=$(SOAK_SECONDS) IMDS_VARIANT=debug IMDS_SERVER=$(CURDIR)/build/debug/imds-server \
+		tests/integration/soak.sh
+
 lint:
 	@hack/install-deps.sh build lint
 	shellcheck -x -P SCRIPTDIR hack/*.sh tests/*.sh tests/lib/*.sh tests/integration/*.sh bench/*.sh \
@@ -200,6 +210,7 @@ help:
 	@echo "  test           the whole suite (root: network namespaces); ends 'N passed, N failed'"
 	@echo "  demo           the sidecar serving a guest, with Debian's cloud-init as the client"
 	@echo "  bench          benchmarks beside nginx"
+	@echo "  soak           a long mixed load on both servers, growth checked (SOAK_SECONDS=600; root)"
 	@echo "  lint           shellcheck"
 	@echo "  clean          remove build/"
 
