@@ -66,6 +66,7 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 {
 	struct http_limits lim = HTTP_LIMITS_DEFAULT;
 	memset(c, 0, sizeof(*c));
+	lim.max_body = IMDS_MAX_BODY;
 	c->limits = lim;
 	c->listen_addr = env("IMDS_LISTEN_ADDR") ? env("IMDS_LISTEN_ADDR") : IMDS_DEFAULT_LISTEN;
 	c->ns = env("IMDS_NAMESPACE");
@@ -80,6 +81,9 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->network_config_file = env("IMDS_NETWORK_CONFIG_FILE");
 	c->bridge_name = env("IMDS_BRIDGE_NAME");
 	c->network_status_file = env("IMDS_NETWORK_STATUS_FILE");
+	c->ssh_keys_dir = env("IMDS_SSH_KEYS_DIR");
+	c->meta_data_file = env("IMDS_META_DATA_FILE");
+	c->state_dir = env("IMDS_STATE_DIR");
 	c->rate_limit = IMDS_DEFAULT_RATE;
 
 	if (!c->ns) {
@@ -99,6 +103,11 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	if (c->token_path[0] != '/') {
 		snprintf(err, errlen, "IMDS_TOKEN_PATH: must be an absolute path, got '%.100s'",
 			 c->token_path);
+		return -EINVAL;
+	}
+	if (c->state_dir && c->state_dir[0] != '/') {
+		snprintf(err, errlen, "IMDS_STATE_DIR: must be an absolute path, got '%.100s'",
+			 c->state_dir);
 		return -EINVAL;
 	}
 	if (c->bridge_name && strlen(c->bridge_name) >= 16) {

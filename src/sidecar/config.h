@@ -10,6 +10,9 @@
 #define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
 #define IMDS_DEFAULT_RATE 100
+/* The one request with a body: POST .../password (at most 1,024 bytes, else
+ * 400).  The HTTP core refuses larger bodies with 413 before reading them. */
+#define IMDS_MAX_BODY 4096
 
 struct imds_config {
 	const char *listen_addr;
@@ -22,6 +25,9 @@ struct imds_config {
 	const char *network_config_file;
 	const char *bridge_name;         /* NULL: the first k6t-* bridge */
 	const char *network_status_file; /* Multus network-status (downward API) */
+	const char *ssh_keys_dir;        /* a Secret of OpenSSH public keys */
+	const char *meta_data_file;      /* custom meta-data, a JSON object of strings */
+	const char *state_dir;           /* survives restarts (emptyDir): the password */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	struct http_limits limits;
 };

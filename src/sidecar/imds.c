@@ -13,9 +13,11 @@
 #include "dfile.h"
 #include "jwt.h"
 #include "log.h"
+#include "metajson.h"
 #include "rate.h"
 #include "sbuf.h"
 #include "serve.h"
+#include "sshkeys.h"
 #include "yaml.h"
 
 /* Projected service-account tokens are 1-2 KiB; 64 KiB bounds a broken
@@ -26,11 +28,17 @@ struct imds_app {
 	const struct imds_config *cfg;
 	struct http_server *http;
 	struct rate rate;
-	struct blob *identity;    /* fixed answers, built once */
-	struct blob *meta_data;
+	struct blob *identity;    /* built once */
+	struct blob *meta_data;   /* rebuilt when the keys or custom meta-data change */
 	struct blob *os_meta;
 	struct blob *user_inline; /* IMDS_USER_DATA */
 	struct dfile user, vendor, netcfg;
+	struct sshkeys keys;      /* IMDS_SSH_KEYS_DIR */
+	struct dfile custom;      /* IMDS_META_DATA_FILE */
+	struct blob *custom_seen; /* the custom bytes meta_data was built from (a reference) */
+	char iid[600];
+	struct blob *password;    /* posted by the guest; NULL: none yet */
+	char pw_path[4096];       /* IMDS_STATE_DIR/password; "" without a state dir */
 	char token_dir[4096];
 	char *tok;                /* TOKEN_MAX + 1 */
 	char *body;               /* token answer */
@@ -91,7 +99,7 @@ static void json_field(struct sbuf *b, const char *key, const char *v, int comma
 
 /* ---- fixed answers ---------------------------------------------------------- */
 
-static int build_fixed(struct imds_app *a, const char *iid)
+static int build_identity(struct imds_app *a)
 {
 	const struct imds_config *c = a->cfg;
 	char buf[4096];
@@ -101,32 +109,152 @@ static int build_fixed(struct imds_app *a, const char *iid)
 	json_field(&b, "serviceAccountName", c->sa_name, 1);
 	json_field(&b, "vmName", c->vm_name, 1);
 	json_field(&b, "podName", c->pod_name, 1);
-	json_field(&b, "instanceId", iid, 1);
+	json_field(&b, "instanceId", a->iid, 1);
 	sbuf_puts(&b, "}\n");
 	a->identity = sbuf_blob(&b);
+	return a->identity ? 0 : -ENOMEM;
+}
 
-	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
-	sbuf_puts(&b, "instance-id: ");
-	yaml_scalar(&b, iid, strlen(iid));
-	sbuf_puts(&b, "\nlocal-hostname: ");
-	yaml_scalar(&b, c->vm_name, strlen(c->vm_name));
-	sbuf_putc(&b, '\n');
-	a->meta_data = sbuf_blob(&b);
+/* ---- meta-data: ours, the SSH keys, the custom keys ----------------------------- */
+
+/* Keys the sidecar writes itself (the webhook refuses them in the
+ * annotation; a file that has them anyway loses them, logged). */
+static int reserved_key(const struct metakv *kv)
+{
+	static const char *const names[] = {"instance-id", "local-hostname", "public-keys",
+					    "hostname",    "uuid",           NULL};
+	for (const char *const *r = names; *r; r++)
+		if (strlen(*r) == kv->kn && memcmp(*r, kv->k, kv->kn) == 0)
+			return 1;
+	return 0;
+}
+
+/* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
+static void os_key_name(struct sbuf *b, const struct sshkey *k)
+{
+	sbuf_json_escape(b, k->entry, strlen(k->entry));
+	if (k->of > 1)
+		sbuf_printf(b, "-%u", k->nth);
+}
+
+static void yaml_line(struct sbuf *b, const char *key, const char *v, size_t vn)
+{
+	sbuf_puts(b, key);
+	yaml_scalar(b, v, vn);
+	sbuf_putc(b, '\n');
+}
+
+/* NoCloud meta-data (YAML) and OpenStack's meta_data.json, from the VM's
+ * names, the SSH keys and the custom meta-data in a->custom_seen. */
+static int build_meta(struct imds_app *a, int custom_changed)
+{
+	const struct imds_config *c = a->cfg;
+	struct metajson mj = {0};
+	const struct blob *cu = a->custom_seen;
+	char err[200];
+	if (cu && cu->len && metajson_parse(cu->data, cu->len, &mj, err, sizeof(err)) < 0 &&
+	    custom_changed)
+		log_error("meta-data: IMDS_META_DATA_FILE is not a JSON object of strings (%s); "
+			  "custom keys left out", err);
+	int skip[METAJSON_MAX_KEYS] = {0};
+	/* Worst case: every byte escaped (JSON \u00XX, 6 bytes), in both forms. */
+	size_t cap = 4096 + strlen(a->iid) * 12 + strlen(c->vm_name) * 24;
+	for (unsigned i = 0; i < a->keys.n; i++)
+		cap += (strlen(a->keys.k[i].entry) * 2 + strlen(a->keys.k[i].line) * 3) * 6 + 128;
+	for (size_t i = 0; i < mj.n; i++) {
+		cap += (mj.kv[i].kn + mj.kv[i].vn) * 12 + 32;
+		skip[i] = reserved_key(&mj.kv[i]);
+		if (skip[i] && custom_changed)
+			log_error("meta-data: key '%s' of IMDS_META_DATA_FILE is reserved, ignored",
+				  mj.kv[i].k);
+		else if (strcmp(mj.kv[i].k, "namespace") == 0 || strcmp(mj.kv[i].k, "vmName") == 0)
+			skip[i] = 2; /* NoCloud only: OpenStack's "meta" has ours */
+	}
+	char *buf = malloc(cap);
+	if (!buf) {
+		metajson_free(&mj);
+		return -ENOMEM;
+	}
+	struct sbuf b = SBUF_INIT(buf, cap);
+	yaml_line(&b, "instance-id: ", a->iid, strlen(a->iid));
+	yaml_line(&b, "local-hostname: ", c->vm_name, strlen(c->vm_name));
+	if (a->keys.n)
+		sbuf_puts(&b, "public-keys:\n");
+	for (unsigned i = 0; i < a->keys.n; i++)
+		yaml_line(&b, "  - ", a->keys.k[i].line, strlen(a->keys.k[i].line));
+	for (size_t i = 0; i < mj.n; i++) {
+		if (skip[i] == 1)
+			continue;
+		yaml_scalar(&b, mj.kv[i].k, mj.kv[i].kn);
+		yaml_line(&b, ": ", mj.kv[i].v, mj.kv[i].vn);
+	}
+	struct blob *md = sbuf_blob(&b);
 
 	/* OpenStack's meta_data.json as cloudbase-init and cloud-init read it:
 	 * uuid is the instance id, hostname/name the VM name. */
-	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+	b = (struct sbuf)SBUF_INIT(buf, cap);
 	sbuf_putc(&b, '{');
-	json_field(&b, "uuid", iid, 0);
+	json_field(&b, "uuid", a->iid, 0);
 	json_field(&b, "name", c->vm_name, 1);
 	json_field(&b, "hostname", c->vm_name, 1);
 	json_field(&b, "project_id", c->ns, 1);
-	sbuf_puts(&b, ",\"availability_zone\":\"\",\"launch_index\":0,\"public_keys\":{},\"meta\":{");
+	sbuf_puts(&b, ",\"availability_zone\":\"\",\"launch_index\":0,\"public_keys\":{");
+	for (unsigned i = 0; i < a->keys.n; i++) {
+		sbuf_puts(&b, i ? ",\"" : "\"");
+		os_key_name(&b, &a->keys.k[i]);
+		sbuf_puts(&b, "\":\"");
+		sbuf_json_escape(&b, a->keys.k[i].line, strlen(a->keys.k[i].line));
+		sbuf_putc(&b, '"');
+	}
+	sbuf_puts(&b, "},\"keys\":[");
+	for (unsigned i = 0; i < a->keys.n; i++) {
+		sbuf_puts(&b, i ? ",{\"name\":\"" : "{\"name\":\"");
+		os_key_name(&b, &a->keys.k[i]);
+		sbuf_puts(&b, "\",\"type\":\"ssh\",\"data\":\"");
+		sbuf_json_escape(&b, a->keys.k[i].line, strlen(a->keys.k[i].line));
+		sbuf_puts(&b, "\"}");
+	}
+	sbuf_puts(&b, "],\"meta\":{");
 	json_field(&b, "namespace", c->ns, 0);
 	json_field(&b, "vmName", c->vm_name, 1);
+	for (size_t i = 0; i < mj.n; i++) {
+		if (skip[i])
+			continue;
+		sbuf_puts(&b, ",\"");
+		sbuf_json_escape(&b, mj.kv[i].k, mj.kv[i].kn);
+		sbuf_puts(&b, "\":\"");
+		sbuf_json_escape(&b, mj.kv[i].v, mj.kv[i].vn);
+		sbuf_putc(&b, '"');
+	}
 	sbuf_puts(&b, "}}\n");
-	a->os_meta = sbuf_blob(&b);
-	return a->identity && a->meta_data && a->os_meta ? 0 : -ENOMEM;
+	struct blob *os = sbuf_blob(&b);
+	free(buf);
+	metajson_free(&mj);
+	if (!md || !os) {
+		blob_unref(md);
+		blob_unref(os);
+		return -ENOMEM;
+	}
+	blob_unref(a->meta_data);
+	blob_unref(a->os_meta);
+	a->meta_data = md;
+	a->os_meta = os;
+	return 0;
+}
+
+/* Before a meta-data answer: one lstat for the keys, one stat for the
+ * custom file; a rebuild only when either changed. */
+static void refresh_meta(struct imds_app *a)
+{
+	int keys = sshkeys_refresh(&a->keys);
+	struct blob *cu = a->cfg->meta_data_file ? dfile_get(&a->custom) : NULL;
+	int custom = cu != a->custom_seen;
+	if (!keys && !custom)
+		return;
+	blob_unref(a->custom_seen);
+	a->custom_seen = cu ? blob_ref(cu) : NULL;
+	if (build_meta(a, custom) < 0)
+		log_error("meta-data: out of memory, serving the previous answer");
 }
 
 /* ---- answers ---------------------------------------------------------------- */
@@ -257,6 +385,9 @@ static void do_token(struct imds_app *a, const struct http_request *req, struct 
 static const char os_versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 				  "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
 static const char os_files[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n";
+/* Nova has the password from 2013-04-04 on. */
+static const char os_files_pw[] =
+	"meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\n";
 
 static struct blob *user_data(struct imds_app *a)
 {
@@ -274,6 +405,23 @@ static int os_version_ok(const char *v, size_t n)
 		if (i != 4 && i != 7 && (v[i] < '0' || v[i] > '9'))
 			return 0;
 	return 1;
+}
+
+static int os_has_password(const char *v, size_t n)
+{
+	return (n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, "2013-04-04", 10) >= 0);
+}
+
+/* /openstack/<version>/password, for a version that has it. */
+static int os_password_path(struct http_span p)
+{
+	static const char pre[] = "/openstack/", suf[] = "/password";
+	size_t pl = sizeof(pre) - 1, sl = sizeof(suf) - 1;
+	if (p.n <= pl + sl || memcmp(p.p, pre, pl) != 0 || memcmp(p.p + p.n - sl, suf, sl) != 0)
+		return 0;
+	const char *v = p.p + pl;
+	size_t vn = p.n - pl - sl;
+	return os_version_ok(v, vn) && os_has_password(v, vn);
 }
 
 /* /openstack/... : the layout of OpenStack's metadata service, for
@@ -297,11 +445,15 @@ static int do_openstack(struct imds_app *a, struct http_span p, struct http_resp
 	const char *f = slash ? slash + 1 : s + n;
 	size_t fn = slash ? n - vlen - 1 : 0;
 	if (fn == 0) {
-		http_res_text(res, 200, "text/plain", os_files, sizeof(os_files) - 1);
+		if (os_has_password(s, vlen))
+			http_res_text(res, 200, "text/plain", os_files_pw, sizeof(os_files_pw) - 1);
+		else
+			http_res_text(res, 200, "text/plain", os_files, sizeof(os_files) - 1);
 		return 1;
 	}
 	struct http_span file = {f, fn};
 	if (http_span_eq(file, "meta_data.json")) {
+		refresh_meta(a);
 		send_blob(res, "application/json", a->os_meta);
 	} else if (http_span_eq(file, "user_data")) {
 		struct blob *u = user_data(a);
@@ -368,13 +520,148 @@ static int guard(const struct http_request *req, struct http_response *res)
 	return 0;
 }
 
+/* ---- the OpenStack password (Nova's semantics, for cloudbase-init) -------------- */
+
+/* The guest posts its generated administrator password, encrypted to its
+ * first SSH key and base64-encoded; the owner reads it from the log.  It is
+ * stored once, in IMDS_STATE_DIR so that a restarted sidecar keeps it. */
+static int password_open(struct imds_app *a, char *err, size_t errlen)
+{
+	const char *dir = a->cfg->state_dir;
+	struct stat st;
+	if (!dir)
+		return 0;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "IMDS_STATE_DIR '%.200s': not a directory", dir);
+		return -EINVAL;
+	}
+	if (snprintf(a->pw_path, sizeof(a->pw_path), "%s/password", dir) >= (int)sizeof(a->pw_path)) {
+		snprintf(err, errlen, "IMDS_STATE_DIR: too long");
+		return -ENAMETOOLONG;
+	}
+	int r = dfile_read(a->pw_path, IMDS_PASSWORD_MAX, &a->password);
+	if (r == 0)
+		log_info("password: a stored password (%zu bytes) from %s", a->password->len,
+			 a->pw_path);
+	else if (r != -ENOENT)
+		log_error("password: cannot read %s (%s); none is stored", a->pw_path, strerror(-r));
+	return 0;
+}
+
+/* Writes the file whole or not at all: a temporary file, fsync, rename,
+ * then fsync of the folder.  0 or -errno. */
+static int password_write(const char *path, const char *p, size_t n)
+{
+	char tmp[4096 + 16];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	int r = 0;
+	while (off < n) {
+		ssize_t w = write(fd, p + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static void do_password(struct imds_app *a, const struct http_request *req,
+			struct http_response *res)
+{
+	http_res_header(res, "Cache-Control", "no-store");
+	if (req->method != HTTP_M_POST) {
+		struct blob *pw = a->password;
+		send_blob(res, "text/plain", pw);
+		return;
+	}
+	if (forwarded(req)) {
+		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
+		return;
+	}
+	struct http_span v = req->body;
+	if (v.n > IMDS_PASSWORD_MAX) {
+		http_res_error(res, 400, "password_too_long", "password: at most 1024 bytes");
+		return;
+	}
+	if (v.n == 0) {
+		http_res_error(res, 400, "password_empty", "password: the body is empty");
+		return;
+	}
+	for (size_t i = 0; i < v.n; i++) {
+		if (v.p[i] < 0x20 || v.p[i] > 0x7e) {
+			http_res_error(res, 400, "password_not_text",
+				       "password: printable ASCII only (base64 of the ciphertext)");
+			return;
+		}
+	}
+	if (a->password) {
+		http_res_error(res, 409, "password_exists", "a password is stored already");
+		return;
+	}
+	struct blob *pw = blob_new(v.p, v.n);
+	if (!pw) {
+		http_res_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	int r = a->pw_path[0] ? password_write(a->pw_path, v.p, v.n) : 0;
+	if (r < 0) {
+		log_error("password: cannot write %s: %s", a->pw_path, strerror(-r));
+		blob_unref(pw);
+		http_res_error(res, 500, "password_not_stored", "the password could not be stored");
+		return;
+	}
+	a->password = pw;
+	/* Once: the ciphertext, for `kubectl logs` (only the private key's
+	 * owner can read it). */
+	log_info("password: the guest stored its encrypted password (%zu bytes%s): %.*s", v.n,
+		 a->pw_path[0] ? "" : ", in memory only: no IMDS_STATE_DIR", (int)v.n, v.p);
+	http_res_text(res, 200, "text/plain", "", 0);
+}
+
 void imds_handle(const struct http_request *req, struct http_response *res, void *app)
 {
 	struct imds_app *a = app;
 	struct http_span p = req->path;
-	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
-		http_res_error(res, 405, "method_not_allowed", "only GET and HEAD are supported");
-		http_res_header(res, "Allow", "GET, HEAD");
+	int pw = os_password_path(p);
+	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD &&
+	    !(pw && req->method == HTTP_M_POST)) {
+		http_res_error(res, 405, "method_not_allowed",
+			       pw ? "only GET, HEAD and POST are supported"
+				  : "only GET and HEAD are supported");
+		http_res_header(res, "Allow", pw ? "GET, HEAD, POST" : "GET, HEAD");
+		return;
+	}
+	if (req->body.n && req->method != HTTP_M_POST) {
+		/* The only body taken is a posted password. */
+		http_res_error(res, 413, "body_not_allowed", "this request takes no body");
+		res->close = 1;
 		return;
 	}
 	if (!rate_take(&a->rate, req->start_us)) {
@@ -382,7 +669,10 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_header(res, "Retry-After", "1");
 		return;
 	}
-	if (http_span_eq(p, "/v1/meta-data")) {
+	if (pw) {
+		do_password(a, req, res);
+	} else if (http_span_eq(p, "/v1/meta-data")) {
+		refresh_meta(a);
 		send_blob(res, "text/yaml", a->meta_data);
 	} else if (http_span_eq(p, "/v1/user-data")) {
 		send_blob(res, "application/octet-stream", user_data(a));
@@ -417,12 +707,10 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 		return NULL;
 	}
 	a->cfg = cfg;
-	char iid_buf[600];
-	const char *iid = cfg->instance_id;
-	if (!iid) {
-		snprintf(iid_buf, sizeof(iid_buf), "%s-%s", cfg->ns, cfg->vm_name);
-		iid = iid_buf;
-	}
+	if (cfg->instance_id)
+		snprintf(a->iid, sizeof(a->iid), "%s", cfg->instance_id);
+	else
+		snprintf(a->iid, sizeof(a->iid), "%s-%s", cfg->ns, cfg->vm_name);
 	const char *slash = strrchr(cfg->token_path, '/');
 	size_t dlen = (size_t)(slash - cfg->token_path);
 	if (dlen >= sizeof(a->token_dir)) {
@@ -434,7 +722,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	a->body_cap = TOKEN_MAX * 6 / 5 + 256;
 	a->tok = malloc(TOKEN_MAX + 1);
 	a->body = malloc(a->body_cap);
-	if (!a->tok || !a->body || build_fixed(a, iid) < 0) {
+	if (!a->tok || !a->body || build_identity(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -448,8 +736,16 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	if (dfile_open(&a->user, "IMDS_USER_DATA_FILE", cfg->user_data_file, err, errlen) < 0 ||
 	    dfile_open(&a->vendor, "IMDS_VENDOR_DATA_FILE", cfg->vendor_data_file, err, errlen) < 0 ||
 	    dfile_open(&a->netcfg, "IMDS_NETWORK_CONFIG_FILE", cfg->network_config_file, err,
-		       errlen) < 0)
+		       errlen) < 0 ||
+	    dfile_open(&a->custom, "IMDS_META_DATA_FILE", cfg->meta_data_file, err, errlen) < 0 ||
+	    sshkeys_open(&a->keys, cfg->ssh_keys_dir, err, errlen) < 0 ||
+	    password_open(a, err, errlen) < 0)
 		goto fail;
+	a->custom_seen = cfg->meta_data_file ? blob_ref(dfile_get(&a->custom)) : NULL;
+	if (build_meta(a, 1) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	rate_init(&a->rate, cfg->rate_limit, cfg->rate_limit, loop_clock_us());
 	if (l) {
 		a->http = http_server_new(l, &cfg->limits, imds_handle, serve_access_log, a);
@@ -472,6 +768,10 @@ void imds_app_free(struct imds_app *a)
 	dfile_close(&a->user);
 	dfile_close(&a->vendor);
 	dfile_close(&a->netcfg);
+	dfile_close(&a->custom);
+	sshkeys_close(&a->keys);
+	blob_unref(a->custom_seen);
+	blob_unref(a->password);
 	blob_unref(a->identity);
 	blob_unref(a->meta_data);
 	blob_unref(a->os_meta);

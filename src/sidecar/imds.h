@@ -10,6 +10,10 @@
 
 struct imds_app;
 
+/* The most a guest may POST to /openstack/<version>/password (Nova's limit
+ * is close: four 255-byte chunks); more gets 400. */
+#define IMDS_PASSWORD_MAX 1024
+
 /* Loads the data files and precomputes the fixed answers.  NULL with a
  * message naming the setting in err (exit 2). */
 struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, char *err,

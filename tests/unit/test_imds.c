@@ -324,6 +324,9 @@ struct resp {
 	size_t len;
 };
 
+/* The body of the next call() (then cleared). */
+static struct http_span next_body;
+
 /* Up to 8 headers as name, value pairs, ended by NULL. */
 static void call(struct imds_app *a, const char *method, const char *target, uint64_t now,
 		 const char *const *hdrs, struct resp *out)
@@ -354,6 +357,8 @@ static void call(struct imds_app *a, const char *method, const char *target, uin
 		rq.nheaders++;
 	}
 	rq.start_us = now;
+	rq.body = next_body;
+	next_body = (struct http_span){NULL, 0};
 
 	struct http_response res;
 	memset(&res, 0, sizeof(res));
@@ -1276,6 +1281,216 @@ static void test_openstack(void **state)
 	resp_free(&r);
 }
 
+/* ---- SSH keys, custom meta-data, the password (issue 11) --------------------------------- */
+
+#define ED "AAAAC3NzaC1lZDI1NTE5AAAAIDOVXNOrJOZMHoR3LIYqD5UskjBYmN/wLkEBgV7K/0K0"
+#define RSA "AAAAB3NzaC1yc2EAAAADAQABAAAAAQE="
+
+static void test_ssh_keys(void **state)
+{
+	struct fx *f = *state;
+	char keys[512], cmd[1200];
+	snprintf(keys, sizeof(keys), "%s", in_dir(f, "keys"));
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/..1 && cd %s && ln -s ..1 ..data && ln -s ..data/bob bob && "
+		 "ln -s ..data/alice alice", keys, keys);
+	assert_int_equal(system(cmd), 0);
+	put_str(in_dir(f, "keys/..1/alice"), "ssh-ed25519 " ED " a@x\n# c\nbogus\nssh-rsa " RSA "\n");
+	put_str(in_dir(f, "keys/..1/bob"), "ssh-ed25519 " ED " b@y\n");
+	setenv("IMDS_SSH_KEYS_DIR", keys, 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	EXPECT_STATUS("meta-data with keys", &r, 200);
+	EXPECT_BODY("meta-data with keys", &r,
+		    "instance-id: default-vm1\nlocal-hostname: vm1\npublic-keys:\n"
+		    "  - \"ssh-ed25519 " ED " a@x\"\n  - \"ssh-rsa " RSA "\"\n"
+		    "  - \"ssh-ed25519 " ED " b@y\"\n");
+	resp_free(&r);
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!json_object_ok(&r))
+		fail_msg("meta_data.json with keys: not JSON: %s", r.body);
+	if (!strstr(r.body, "\"public_keys\":{\"alice-1\":\"ssh-ed25519 " ED " a@x\","
+			    "\"alice-2\":\"ssh-rsa " RSA "\",\"bob\":\"ssh-ed25519 " ED " b@y\"}") ||
+	    !strstr(r.body, "\"keys\":[{\"name\":\"alice-1\",\"type\":\"ssh\",\"data\":\"ssh-ed25519 " ED
+			    " a@x\"},{\"name\":\"alice-2\",\"type\":\"ssh\"") ||
+	    !strstr(r.body, "{\"name\":\"bob\",\"type\":\"ssh\",\"data\":\"ssh-ed25519 " ED " b@y\"}]"))
+		fail_msg("meta_data.json keys: %s", r.body);
+	resp_free(&r);
+
+	/* The Secret changes: the next answer has the new keys. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && mkdir ..2 && printf 'ssh-rsa %s new\\n' >..2/bob && ln -s ..2 ..tmp && "
+		 "mv -T ..tmp ..data && rm -rf ..1", keys, RSA);
+	assert_int_equal(system(cmd), 0);
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	EXPECT_BODY("meta-data after the swap", &r,
+		    "instance-id: default-vm1\nlocal-hostname: vm1\npublic-keys:\n"
+		    "  - \"ssh-rsa " RSA " new\"\n");
+	resp_free(&r);
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!strstr(r.body, "\"public_keys\":{\"bob\":\"ssh-rsa " RSA " new\"},\"keys\":[{"))
+		fail_msg("meta_data.json after the swap: %s", r.body);
+	resp_free(&r);
+
+	/* A folder that is not there: the sidecar does not start, naming it. */
+	setenv("IMDS_SSH_KEYS_DIR", in_dir(f, "nope"), 1);
+	char err[256];
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), 0);
+	imds_app_free(f->app);
+	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
+	assert_null(f->app);
+	assert_non_null(strstr(err, "IMDS_SSH_KEYS_DIR"));
+}
+
+static void test_custom_meta_data(void **state)
+{
+	struct fx *f = *state;
+	char md[512];
+	snprintf(md, sizeof(md), "%s", in_dir(f, "meta"));
+	put_str(md, "{\"role\":\"db\",\"instance-id\":\"evil\",\"no\":\"yes\","
+		    "\"namespace\":\"x\",\"snow\":\"\\u2603\\n\"}");
+	setenv("IMDS_META_DATA_FILE", md, 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	/* after ours; YAML-quoted where needed; a reserved key dropped */
+	EXPECT_BODY("custom meta-data", &r,
+		    "instance-id: default-vm1\nlocal-hostname: vm1\nrole: db\n\"no\": \"yes\"\n"
+		    "namespace: x\nsnow: \"\xe2\x98\x83\\n\"\n");
+	resp_free(&r);
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!json_object_ok(&r) ||
+	    !strstr(r.body, "\"meta\":{\"namespace\":\"default\",\"vmName\":\"vm1\",\"role\":\"db\","
+			    "\"no\":\"yes\",\"snow\":\"\xe2\x98\x83\\n\"}}"))
+		fail_msg("meta_data.json meta: %s", r.body);
+	resp_free(&r);
+
+	/* Rewritten: the next answer follows; not an object of strings: left out. */
+	put_str(md, "{\"role\":\"web\"}");
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	EXPECT_BODY("custom meta-data rewritten", &r,
+		    "instance-id: default-vm1\nlocal-hostname: vm1\nrole: web\n");
+	resp_free(&r);
+	put_str(md, "{\"role\":1}");
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	EXPECT_STATUS("custom meta-data broken", &r, 200);
+	EXPECT_BODY("custom meta-data broken", &r, "instance-id: default-vm1\nlocal-hostname: vm1\n");
+	resp_free(&r);
+	put_str(md, "");
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	EXPECT_BODY("custom meta-data empty", &r, "instance-id: default-vm1\nlocal-hostname: vm1\n");
+	resp_free(&r);
+}
+
+static void post_password(struct imds_app *a, const char *path, const char *body, size_t n,
+			  struct resp *r)
+{
+	next_body = (struct http_span){body, n};
+	call(a, "POST", path, 0, NULL, r);
+}
+
+static void test_password(void **state)
+{
+	struct fx *f = *state;
+	char st[512];
+	snprintf(st, sizeof(st), "%s", in_dir(f, "state"));
+	assert_int_equal(mkdir(st, 0700), 0);
+	setenv("IMDS_STATE_DIR", st, 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	static const char *const paths[] = {"/openstack/latest/password",
+					    "/openstack/2013-04-04/password",
+					    "/openstack/2018-08-27/password"};
+	for (size_t i = 0; i < 3; i++) {
+		call(a, "GET", paths[i], 0, NULL, &r);
+		EXPECT_STATUS(paths[i], &r, 200);
+		EXPECT_BODY(paths[i], &r, "");
+		EXPECT_HEADER(paths[i], &r, "Cache-Control: no-store");
+		resp_free(&r);
+	}
+	/* Not in versions before 2013-04-04; no other method. */
+	call(a, "GET", "/openstack/2012-08-10/password", 0, NULL, &r);
+	expect_error("GET 2012-08-10 password", &r, 404, "not_found");
+	resp_free(&r);
+	post_password(a, "/openstack/2012-08-10/password", "x", 1, &r);
+	expect_error("POST 2012-08-10 password", &r, 405, "method_not_allowed");
+	resp_free(&r);
+	call(a, "PUT", "/openstack/latest/password", 0, NULL, &r);
+	expect_error("PUT password", &r, 405, "method_not_allowed");
+	EXPECT_HEADER("PUT password", &r, "Allow: GET, HEAD, POST");
+	resp_free(&r);
+	/* A body anywhere else: 413. */
+	next_body = (struct http_span){"x", 1};
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	expect_error("GET with a body", &r, 413, "body_not_allowed");
+	resp_free(&r);
+
+	char big[IMDS_PASSWORD_MAX + 1];
+	memset(big, 'A', sizeof(big));
+	post_password(a, paths[0], big, sizeof(big), &r);
+	expect_error("1025 bytes", &r, 400, "password_too_long");
+	resp_free(&r);
+	post_password(a, paths[0], "", 0, &r);
+	expect_error("empty", &r, 400, "password_empty");
+	resp_free(&r);
+	post_password(a, paths[0], "a\nb", 3, &r);
+	expect_error("newline", &r, 400, "password_not_text");
+	resp_free(&r);
+	static const char *const fwd[] = {"X-Forwarded-For", "10.0.0.1", NULL};
+	next_body = (struct http_span){"abc", 3};
+	call(a, "POST", paths[0], 0, fwd, &r);
+	expect_error("forwarded", &r, 403, "forbidden");
+	resp_free(&r);
+
+	post_password(a, paths[1], big, IMDS_PASSWORD_MAX, &r);
+	EXPECT_STATUS("1024 bytes stored", &r, 200);
+	resp_free(&r);
+	post_password(a, paths[0], "other", 5, &r);
+	expect_error("a second POST", &r, 409, "password_exists");
+	resp_free(&r);
+	call(a, "GET", paths[0], 0, NULL, &r);
+	EXPECT_STATUS("GET stored", &r, 200);
+	assert_int_equal(r.len, IMDS_PASSWORD_MAX);
+	assert_memory_equal(r.body, big, IMDS_PASSWORD_MAX);
+	resp_free(&r);
+
+	/* A restarted sidecar has it, from the state folder (one file, 0600). */
+	struct stat sb;
+	assert_int_equal(stat(in_dir(f, "state/password"), &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(sb.st_size, IMDS_PASSWORD_MAX);
+	assert_int_not_equal(stat(in_dir(f, "state/password.tmp"), &sb), 0);
+	a = start(f);
+	call(a, "GET", paths[2], 0, NULL, &r);
+	assert_int_equal(r.len, IMDS_PASSWORD_MAX);
+	resp_free(&r);
+	post_password(a, paths[0], "other", 5, &r);
+	expect_error("POST after a restart", &r, 409, "password_exists");
+	resp_free(&r);
+
+	/* A state folder that cannot be written: 500, nothing stored, retry works. */
+	setenv("IMDS_STATE_DIR", in_dir(f, "ro"), 1);
+	assert_int_equal(mkdir(in_dir(f, "ro"), 0500), 0);
+	a = start(f);
+	if (geteuid() != 0) { /* root writes anyway */
+		post_password(a, paths[0], "abc", 3, &r);
+		expect_error("read-only state", &r, 500, "password_not_stored");
+		resp_free(&r);
+	}
+	/* Not a folder: the sidecar does not start. */
+	setenv("IMDS_STATE_DIR", in_dir(f, "state/password"), 1);
+	char err[256];
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), 0);
+	imds_app_free(f->app);
+	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
+	assert_null(f->app);
+	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
+	setenv("IMDS_STATE_DIR", "relative", 1);
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1298,6 +1513,9 @@ int main(void)
 		T(test_user_data_candidates),
 		T(test_missing_files_at_start),
 		T(test_vendor_and_network),
+		T(test_ssh_keys),
+		T(test_custom_meta_data),
+		T(test_password),
 		T(test_openstack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
