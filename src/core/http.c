@@ -73,6 +73,8 @@ struct clist {
 struct parse {
 	struct http_request req;
 	const struct http_limits *lim;
+	http_body_limit *body_limit; /* NULL: lim->max_body for every request */
+	void *ud;
 	int in_field;
 	int headers_done;
 	int complete;
@@ -144,6 +146,7 @@ const char *http_reason(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
+	case 409: return "Conflict";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
@@ -344,20 +347,32 @@ static int on_header_value_complete(llhttp_t *p)
 	return 0;
 }
 
+static void split_target(struct http_request *r);
+static enum http_method method_of(uint8_t m);
+
 static int on_headers_complete(llhttp_t *p)
 {
 	struct parse *ps = ps_of(p);
 	ps->headers_done = 1;
+	size_t max = ps->lim->max_body;
+	if (ps->body_limit && max) {
+		/* The application's say for this request, from its head. */
+		ps->req.method = method_of(p->method);
+		split_target(&ps->req);
+		size_t m = ps->body_limit(&ps->req, ps->ud);
+		if (m < max)
+			max = m;
+	}
 	if (p->flags & F_CHUNKED) {
 		/* A chunked body has no length to check up front; no client of
 		 * ours sends one (the API server sends Content-Length). */
-		ps->err_status = ps->lim->max_body ? 411 : 413;
-		ps->err_code = ps->lim->max_body ? "length_required" : "body_not_allowed";
+		ps->err_status = max ? 411 : 413;
+		ps->err_code = max ? "length_required" : "body_not_allowed";
 		return -1;
 	}
-	if ((p->flags & F_CONTENT_LENGTH) && p->content_length > ps->lim->max_body) {
+	if ((p->flags & F_CONTENT_LENGTH) && p->content_length > max) {
 		ps->err_status = 413;
-		ps->err_code = ps->lim->max_body ? "body_too_large" : "body_not_allowed";
+		ps->err_code = max ? "body_too_large" : "body_not_allowed";
 		return -1;
 	}
 	return 0;
@@ -556,8 +571,6 @@ static void response_reset(struct http_response *res)
 	res->blob = NULL;
 	res->close = 0;
 }
-
-static void split_target(struct http_request *r);
 
 /* An error the core itself answers (parse error, limit, timeout).  The
  * log line describes this connection's request: its peer, its start, and
@@ -1159,6 +1172,7 @@ struct http_server *http_server_new(struct loop *l, const struct http_limits *li
 	s->logger = logger;
 	s->ud = ud;
 	s->ps.lim = &s->lim;
+	s->ps.ud = ud;
 	/* Reads of idle connections land here; pipelined requests beyond it
 	 * simply wait for the next read. */
 	s->scratch_cap = s->lim.max_head * 2 > 16384 ? s->lim.max_head * 2 : 16384;
@@ -1232,6 +1246,11 @@ void http_server_close_listener(struct http_server *s, int fd)
 void http_server_set_transport(struct http_server *s, const struct http_transport *t)
 {
 	s->tr = t;
+}
+
+void http_server_set_body_limit(struct http_server *s, http_body_limit *fn)
+{
+	s->ps.body_limit = fn;
 }
 
 unsigned http_server_conn_count(const struct http_server *s)

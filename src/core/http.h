@@ -121,6 +121,13 @@ typedef void http_logger(const struct http_request *req, int status, size_t byte
 
 struct http_server *http_server_new(struct loop *l, const struct http_limits *lim,
 				    http_handler *handler, http_logger *logger, void *ud);
+/* Optional: the most body bytes one request may carry, decided from its
+ * head (method, path, query, headers) once the headers are in; a longer
+ * body gets 413 before it is read.  The limits' max_body stays the ceiling
+ * (it sizes the input buffer).  Without it: max_body for every request. */
+typedef size_t http_body_limit(const struct http_request *head, void *ud);
+void http_server_set_body_limit(struct http_server *s, http_body_limit *fn);
+
 /* Use t (borrowed, must outlive the server) for connections accepted from
  * now on.  Without it, plain sockets. */
 void http_server_set_transport(struct http_server *s, const struct http_transport *t);

@@ -206,7 +206,9 @@ static int build_meta(struct imds_app *a, int custom_changed)
 		sbuf_json_escape(&b, a->keys.k[i].line, strlen(a->keys.k[i].line));
 		sbuf_putc(&b, '"');
 	}
-	sbuf_puts(&b, "},\"keys\":[");
+	sbuf_putc(&b, '}');
+	if (a->keys.n) /* as Nova: "keys" only for an instance with keys */
+		sbuf_puts(&b, ",\"keys\":[");
 	for (unsigned i = 0; i < a->keys.n; i++) {
 		sbuf_puts(&b, i ? ",{\"name\":\"" : "{\"name\":\"");
 		os_key_name(&b, &a->keys.k[i]);
@@ -214,7 +216,7 @@ static int build_meta(struct imds_app *a, int custom_changed)
 		sbuf_json_escape(&b, a->keys.k[i].line, strlen(a->keys.k[i].line));
 		sbuf_puts(&b, "\"}");
 	}
-	sbuf_puts(&b, "],\"meta\":{");
+	sbuf_puts(&b, a->keys.n ? "],\"meta\":{" : ",\"meta\":{");
 	json_field(&b, "namespace", c->ns, 0);
 	json_field(&b, "vmName", c->vm_name, 1);
 	for (size_t i = 0; i < mj.n; i++) {
@@ -645,6 +647,13 @@ static void do_password(struct imds_app *a, const struct http_request *req,
 	http_res_text(res, 200, "text/plain", "", 0);
 }
 
+/* The one request that carries a body: a posted password. */
+static size_t body_limit(const struct http_request *head, void *app)
+{
+	(void)app;
+	return head->method == HTTP_M_POST && os_password_path(head->path) ? IMDS_MAX_BODY : 0;
+}
+
 void imds_handle(const struct http_request *req, struct http_response *res, void *app)
 {
 	struct imds_app *a = app;
@@ -656,12 +665,6 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 			       pw ? "only GET, HEAD and POST are supported"
 				  : "only GET and HEAD are supported");
 		http_res_header(res, "Allow", pw ? "GET, HEAD, POST" : "GET, HEAD");
-		return;
-	}
-	if (req->body.n && req->method != HTTP_M_POST) {
-		/* The only body taken is a posted password. */
-		http_res_error(res, 413, "body_not_allowed", "this request takes no body");
-		res->close = 1;
 		return;
 	}
 	if (!rate_take(&a->rate, req->start_us)) {
@@ -753,6 +756,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 			snprintf(err, errlen, "cannot start the HTTP server: %s", strerror(errno));
 			goto fail;
 		}
+		http_server_set_body_limit(a->http, body_limit);
 	}
 	return a;
 fail:

@@ -136,7 +136,24 @@ expect_eq "inline user-data: byte-exact" "$(printf '#cloud-config\nhostname: inl
 	"$(jget "$FETCH_OUT" userdata_sha256)"
 server_stop
 
-# --- 6: instance-ids that YAML would turn into something else, read back by PyYAML
+# --- 6: SSH keys from a Secret folder and custom meta-data, as cloud-init reads them
+mkdir -p "$D/keys/..1" && ln -s ..1 "$D/keys/..data" && ln -s ..data/ops "$D/keys/ops" && ln -s ..data/dev "$D/keys/dev"
+ssh-keygen -q -t ed25519 -N '' -C 'ops@example' -f "$D/k1" && ssh-keygen -q -t ecdsa -N '' -C 'dev' -f "$D/k2"
+{ cat "$D/k1.pub"; echo '# a comment'; echo 'not a key'; } >"$D/keys/..1/ops"
+cp "$D/k2.pub" "$D/keys/..1/dev"
+printf '{"role":"db","tier":"2024-01-01","note":"a: b #c"}' >"$D/meta.json"
+server_start IMDS_SSH_KEYS_DIR="$D/keys" IMDS_META_DATA_FILE="$D/meta.json"
+fetch keys
+expect_fast_ok "keys and custom meta-data"
+expect_eq "keys: cloud-init's public keys, entry order then line" \
+	"$(cut -d' ' -f1-3 "$D/k2.pub")|$(cut -d' ' -f1-3 "$D/k1.pub")" \
+	"$("$PY" -c 'import json,sys; print("|".join(json.load(open(sys.argv[1]))["public_keys"]))' "$FETCH_OUT")"
+expect_eq "custom meta-data: cloud-init reads each key back as the same string" \
+	'role=db tier=2024-01-01 note=a: b #c' \
+	"$("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1]))["metadata"]; print(" ".join("%s=%s" % (k, m[k]) for k in ("role","tier","note")))' "$FETCH_OUT")"
+server_stop
+
+# --- 7: instance-ids that YAML would turn into something else, read back by PyYAML
 for iid in '2024-01-01' 'no' 'NULL' '0x1F' 'a: b #c' ' lead-space' 'ünïcødé-✓' '"quoted"\back' '-dash'; do
 	SRV_URL=
 	server_start IMDS_INSTANCE_ID="$iid"

@@ -209,9 +209,11 @@ FILES=$'meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n'
 want "HTTP/1.1 200 OK" text/plain "=$VERS"
 curl_is "GET /openstack: the version list" "$U/openstack"
 curl_is "GET /openstack/: the version list" "$U/openstack/"
+want "HTTP/1.1 200 OK" text/plain "=${FILES}password"$'\n'
+curl_is "GET /openstack/latest/: the file list, with password" "$U/openstack/latest/"
+curl_is "GET /openstack/2018-08-27: the file list, with password" "$U/openstack/2018-08-27"
 want "HTTP/1.1 200 OK" text/plain "=$FILES"
-curl_is "GET /openstack/latest/: the file list" "$U/openstack/latest/"
-curl_is "GET /openstack/2018-08-27: the file list" "$U/openstack/2018-08-27"
+curl_is "GET /openstack/2012-08-10: the file list, no password before 2013-04-04" "$U/openstack/2012-08-10"
 want "HTTP/1.1 200 OK" "$J" "=$OSMETA"
 curl_is "GET /openstack/latest/meta_data.json: exact" "$U/openstack/latest/meta_data.json"
 curl -s -o "$TEST_TMP/osmeta.json" "$U/openstack/latest/meta_data.json"
@@ -348,5 +350,32 @@ want "HTTP/1.1 404 Not Found" "$J" "=$UNKNOWN" "Cache-Control: no-store"
 curl_is "no token folder: an audience is unknown (404)" "${NS[@]}" "$U/v1/token?audience=sts"
 server_stop
 expect_eq "exits 0 on SIGTERM" 0 "$SRV_STATUS"
+
+# ---------------------------------------------------------------------------
+echo "# the OpenStack password: stored once, atomically, kept across a restart"
+ST=$TEST_TMP/state
+mkdir -p "$ST"
+PW='cGFzc3dvcmQgY2lwaGVydGV4dA=='
+serve IMDS_STATE_DIR="$ST" || exit 1
+U=$SRV_URL
+want "HTTP/1.1 200 OK" text/plain "=" "Cache-Control: no-store"
+curl_is "GET password with none stored: 200, empty" "$U/openstack/latest/password"
+want "HTTP/1.1 400 Bad Request" "$J" $'={"error":"password_too_long","message":"password: at most 1024 bytes"}\n' "Cache-Control: no-store"
+curl_is "POST 1025 bytes: 400" --data-binary "$(head -c 1025 /dev/zero | tr '\0' A)" "$U/openstack/latest/password"
+want "HTTP/1.1 413 Content Too Large" "$J" $'={"error":"body_too_large","message":"Content Too Large"}\n' "Connection: close"
+curl_is "POST 64 KiB: 413 from the core, read before it closes" --data-binary "$(head -c 65536 /dev/zero | tr '\0' A)" "$U/openstack/latest/password"
+want "HTTP/1.1 200 OK" text/plain "=" "Cache-Control: no-store"
+curl_is "POST the password: 200" --data-binary "$PW" "$U/openstack/2013-04-04/password"
+want "HTTP/1.1 409 Conflict" "$J" $'={"error":"password_exists","message":"a password is stored already"}\n' "Cache-Control: no-store"
+curl_is "POST again: 409" --data-binary "other" "$U/openstack/latest/password"
+expect_eq "the password is logged once, for kubectl logs" 1 "$(grep -c "password: the guest stored its encrypted password (${#PW} bytes): $PW" "$SRV_LOG")"
+server_stop
+expect_eq "the state file holds exactly the posted bytes, mode 0600" "$PW 600" "$(cat "$ST/password") $(stat -c %a "$ST/password")"
+serve IMDS_STATE_DIR="$ST" || exit 1
+want "HTTP/1.1 200 OK" text/plain "=$PW" "Cache-Control: no-store"
+curl_is "a restarted server has it" "$SRV_URL/openstack/latest/password"
+want "HTTP/1.1 409 Conflict" "$J" $'={"error":"password_exists","message":"a password is stored already"}\n' "Cache-Control: no-store"
+curl_is "a restarted server refuses a second one" --data-binary "other" "$SRV_URL/openstack/latest/password"
+server_stop
 
 tap_done

@@ -163,6 +163,8 @@ def run_datasource(serial, tmp):
         "local_hostname": ds.get_hostname(metadata_only=True).hostname,
         "fqdn": ds.get_hostname(fqdn=True, metadata_only=True).hostname,
         "metadata": ds.metadata,
+        # what cc_ssh installs for the default user (sources/__init__.py normalize_pubkey_data)
+        "public_keys": ds.get_public_ssh_keys(),
         "network_config": ds.network_config,
         "instance_data_written": os.path.exists(paths.get_runpath("instance_data")),
     })

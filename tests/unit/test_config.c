@@ -83,11 +83,15 @@ static void test_defaults(void **state)
 	assert_null(c.vendor_data_file);
 	assert_null(c.network_config_file);
 	assert_null(c.bridge_name);
+	assert_null(c.ssh_keys_dir);
+	assert_null(c.meta_data_file);
+	assert_null(c.state_dir);
 	assert_int_equal(c.rate_limit, IMDS_DEFAULT_RATE);
 	assert_int_equal(c.limits.header_timeout_ms, 5000);
 	assert_int_equal(c.limits.idle_timeout_ms, 20000);
 	assert_int_equal(c.limits.max_head, 8192);
-	assert_int_equal(c.limits.max_body, 0);
+	/* the one body taken: a posted password (<= 1024 bytes, 400 past it) */
+	assert_int_equal(c.limits.max_body, IMDS_MAX_BODY);
 	assert_true(c.limits.max_conns > 0);
 }
 
