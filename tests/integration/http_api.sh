@@ -355,7 +355,11 @@ expect_eq "exits 0 on SIGTERM" 0 "$SRV_STATUS"
 echo "# the OpenStack password: stored once, atomically, kept across a restart"
 ST=$TEST_TMP/state
 mkdir -p "$ST"
-PW='cGFzc3dvcmQgY2lwaGVydGV4dA=='
+# What cloudbase-init posts: the password encrypted to the VM's RSA key (PKCS#1 v1.5), base64.
+ssh-keygen -q -t rsa -b 2048 -N '' -m PEM -C owner -f "$TEST_TMP/owner"
+ssh-keygen -e -m PKCS8 -f "$TEST_TMP/owner.pub" >"$TEST_TMP/owner.pub.pem"
+PW=$(printf 'Adm1n-p4ss!' | openssl pkeyutl -encrypt -pubin -inkey "$TEST_TMP/owner.pub.pem" \
+	-pkeyopt rsa_padding_mode:pkcs1 | base64 -w0)
 serve IMDS_STATE_DIR="$ST" || exit 1
 U=$SRV_URL
 want "HTTP/1.1 200 OK" text/plain "=" "Cache-Control: no-store"
@@ -369,6 +373,9 @@ curl_is "POST the password: 200" --data-binary "$PW" "$U/openstack/2013-04-04/pa
 want "HTTP/1.1 409 Conflict" "$J" $'={"error":"password_exists","message":"a password is stored already"}\n' "Cache-Control: no-store"
 curl_is "POST again: 409" --data-binary "other" "$U/openstack/latest/password"
 expect_eq "the password is logged once, for kubectl logs" 1 "$(grep -c "password: the guest stored its encrypted password (${#PW} bytes): $PW" "$SRV_LOG")"
+expect_eq "the README's pipeline decrypts it from the log with the owner's key" 'Adm1n-p4ss!' \
+	"$(grep 'encrypted password' "$SRV_LOG" | sed 's/.*): //' | base64 -d |
+		openssl pkeyutl -decrypt -inkey "$TEST_TMP/owner" -pkeyopt rsa_padding_mode:pkcs1 2>&1)"
 server_stop
 expect_eq "the state file holds exactly the posted bytes, mode 0600" "$PW 600" "$(cat "$ST/password") $(stat -c %a "$ST/password")"
 serve IMDS_STATE_DIR="$ST" || exit 1
