@@ -81,15 +81,25 @@ static int string(struct parser *p, const char **out, size_t *outlen)
 		uint32_t cp, lo;
 		if (hex4(p, &cp) < 0)
 			return fail(p, "bad \\u escape");
+		/* A lone surrogate reads as U+FFFD, as Go (the API server) and the
+		 * webhook's reader take it: both sides see the same text. */
 		if (cp >= 0xdc00 && cp <= 0xdfff)
-			return fail(p, "lone low surrogate");
+			cp = 0xfffd;
 		if (cp >= 0xd800 && cp <= 0xdbff) {
-			if (p->n - p->i < 2 || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u')
-				return fail(p, "lone high surrogate");
-			p->i += 2;
-			if (hex4(p, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
-				return fail(p, "bad low surrogate");
-			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			size_t at = p->i;
+			if (p->n - p->i >= 6 && p->s[p->i] == '\\' && p->s[p->i + 1] == 'u') {
+				p->i += 2;
+				if (hex4(p, &lo) < 0)
+					return fail(p, "bad \\u escape");
+				if (lo >= 0xdc00 && lo <= 0xdfff) {
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				} else {
+					cp = 0xfffd;
+					p->i = at; /* the next escape stands on its own */
+				}
+			} else {
+				cp = 0xfffd;
+			}
 		}
 		p->o += utf8_put(cp, p->o);
 	}

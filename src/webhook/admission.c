@@ -27,6 +27,8 @@
 #define ANN_TOKEN_AUDIENCE ANN "token-audience"
 #define ANN_TOKEN_EXPIRATION ANN "token-expiration"
 #define ANN_BRIDGE_NAME ANN "bridge-name"
+#define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
+#define ANN_META_DATA ANN "meta-data"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
@@ -36,11 +38,17 @@
 #define VOL_TOKEN "imds-token"
 #define VOL_PODINFO "imds-podinfo"
 #define VOL_USER_DATA "imds-user-data"
+#define VOL_SSH_KEYS "imds-ssh-keys"
+#define VOL_STATE "imds-state"
 /* Where the sidecar looks (src/sidecar/config.h, SPEC §3). */
 #define TOKEN_DIR "/var/run/secrets/tokens"
 #define PODINFO_DIR "/var/run/imds/podinfo"
 #define SECRET_DIR "/var/run/imds/user-data-secret"
 #define CONFIGMAP_DIR "/var/run/imds/user-data-configmap"
+#define SSH_KEYS_DIR "/var/run/imds/ssh-keys"
+#define STATE_DIR "/var/run/imds/state"
+/* The sidecar's bound (src/sidecar/metajson.h). */
+#define META_DATA_MAX_KEYS 256
 
 #define EXPIRATION_MIN 600 /* the API server's own floor for projected tokens */
 #define EXPIRATION_MAX 86400
@@ -518,7 +526,8 @@ struct pod {
 	char audir[MAX_AUDIENCES][256];
 	size_t naud;
 	enum ud_source ud;
-	struct str secret, configmap, instance_id, bridge, vm_name;
+	struct str secret, configmap, instance_id, bridge, vm_name, ssh_secret;
+	int meta_data;       /* imds.kubevirt.io/meta-data is set (and valid) */
 	int add_vendor_data; /* the cluster-wide vendor-data goes in an annotation */
 	int guaranteed;
 	int pod_resources; /* spec.resources: pod-level resources own the budget */
@@ -586,6 +595,77 @@ static void parse_audiences(struct adm *a, struct pod *p, struct str v)
 	}
 }
 
+/* imds.kubevirt.io/meta-data: a JSON object of strings, none of them a key
+ * the sidecar writes itself, each name once. */
+static void check_meta_data(struct adm *a, struct str v)
+{
+	static const char *const reserved[] = {"instance-id", "local-hostname", "public-keys",
+					       "hostname",    "uuid",           NULL};
+	struct jv j = {.max_depth = 2, .max_nodes = 2 * META_DATA_MAX_KEYS + 2};
+	char err[128];
+	int pr = jv_parse(&j, v.p, v.n, err, sizeof(err));
+	if (pr == -E2BIG) {
+		fail(a, A_DENY, "%s: more than %d keys", ANN_META_DATA, META_DATA_MAX_KEYS);
+		goto out;
+	}
+	if (pr == -ENOMEM) {
+		fail(a, A_NOMEM, "out of memory");
+		goto out;
+	}
+	if (pr < 0) {
+		fail(a, A_DENY, "%s: not JSON (%s); want an object of strings", ANN_META_DATA, err);
+		goto out;
+	}
+	if (jv_type(&j, 0) != JV_OBJECT) {
+		fail(a, A_DENY, "%s: want a JSON object of strings", ANN_META_DATA);
+		goto out;
+	}
+	for (uint32_t k = jv_first(&j, 0); k != JV_NONE; k = jv_next(&j, 0, k)) {
+		const char *name;
+		size_t n;
+		char q[64];
+		if (jv_str(&j, k, &name, &n) < 0) {
+			fail(a, A_NOMEM, "out of memory");
+			goto out;
+		}
+		struct str key = {name, n};
+		if (jv_type(&j, k + 1) != JV_STRING) {
+			fail(a, A_DENY, "%s: the value of %s is not a string", ANN_META_DATA,
+			     shown(key, q, sizeof(q)));
+			goto out;
+		}
+		for (const char *const *r = reserved; *r; r++) {
+			if (str_is(key, *r)) {
+				fail(a, A_DENY, "%s: %s is set by the sidecar itself", ANN_META_DATA, *r);
+				goto out;
+			}
+		}
+		for (uint32_t e = jv_first(&j, 0); e != k; e = jv_next(&j, 0, e)) {
+			if (jv_str_eq(&j, e, name, n)) {
+				fail(a, A_DENY, "%s: %s appears twice", ANN_META_DATA,
+				     shown(key, q, sizeof(q)));
+				goto out;
+			}
+		}
+	}
+out:
+	jv_free(&j);
+}
+
+/* The annotations a VM or VMI is checked for before its pod exists (the
+ * pod's admission checks them again): a mistake shows at `kubectl apply`. */
+static void check_data_annotations(struct adm *a, uint32_t anns, const char *where)
+{
+	char q[64];
+	struct str v = mstr(a, anns, ANN_META_DATA, where);
+	if (v.p)
+		check_meta_data(a, v);
+	v = mstr(a, anns, ANN_SSH_KEYS_SECRET, where);
+	if (v.p && !dns1123_subdomain(v))
+		fail(a, A_DENY, "%s: %s is not a Secret name (DNS-1123 subdomain)", ANN_SSH_KEYS_SECRET,
+		     shown(v, q, sizeof(q)));
+}
+
 static void pod_settings(struct adm *a, struct pod *p, uint32_t labels)
 {
 	char q[64];
@@ -622,6 +702,10 @@ static void pod_settings(struct adm *a, struct pod *p, uint32_t labels)
 		     ANN_USER_DATA_CONFIGMAP, shown(p->configmap, q, sizeof(q)));
 	/* Secret > ConfigMap > the inline annotation. */
 	p->ud = p->secret.p ? UD_SECRET : p->configmap.p ? UD_CONFIGMAP : UD_INLINE;
+
+	check_data_annotations(a, p->anns, "request.object.metadata.annotations");
+	p->ssh_secret = ann(a, p->anns, ANN_SSH_KEYS_SECRET);
+	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
 
 	p->instance_id = ann(a, p->anns, ANN_INSTANCE_ID);
 	if (p->instance_id.p && !identity_ok(p->instance_id))
@@ -716,6 +800,8 @@ static struct json_object *podinfo_volume(struct pod *p)
 	items = jpush(items, podinfo_item("vendor-data", ANN_VENDOR_DATA));
 	items = jpush(items, podinfo_item("network-config", ANN_NETWORK_CONFIG));
 	items = jpush(items, podinfo_item("network-status", ANN_NETWORK_STATUS));
+	if (p->meta_data)
+		items = jpush(items, podinfo_item("meta-data", ANN_META_DATA));
 	return jobj("name", jstr(VOL_PODINFO), "downwardAPI", jobj("items", items, JEND), JEND);
 }
 
@@ -732,6 +818,20 @@ static struct json_object *user_data_volume(struct pod *p)
 		    jobj("name", jstrn(p->configmap), "items",
 			 jarr(1, jobj("key", jstr("user-data"), "path", jstr("user-data"), JEND)), JEND),
 		    JEND);
+}
+
+/* The whole Secret, read-only: each key a file of public keys. */
+static struct json_object *ssh_keys_volume(struct pod *p)
+{
+	return jobj("name", jstr(VOL_SSH_KEYS), "secret",
+		    jobj("secretName", jstrn(p->ssh_secret), JEND), JEND);
+}
+
+/* What outlives a restart of the sidecar (the posted password): the pod's
+ * own disk, a few bytes of it. */
+static struct json_object *state_volume(void)
+{
+	return jobj("name", jstr(VOL_STATE), "emptyDir", jobj("sizeLimit", jstr("1Mi"), JEND), JEND);
 }
 
 static struct json_object *resources(struct adm *a, struct pod *p)
@@ -767,12 +867,21 @@ static struct json_object *sidecar(struct adm *a, struct pod *p)
 		env = jpush(env, env_value("IMDS_INSTANCE_ID", jstrn(p->instance_id)));
 	if (p->bridge.p)
 		env = jpush(env, env_value("IMDS_BRIDGE_NAME", jstrn(p->bridge)));
+	if (p->ssh_secret.p)
+		env = jpush(env, env_value("IMDS_SSH_KEYS_DIR", jstr(SSH_KEYS_DIR)));
+	if (p->meta_data)
+		env = jpush(env, env_value("IMDS_META_DATA_FILE", jstr(PODINFO_DIR "/meta-data")));
+	env = jpush(env, env_value("IMDS_STATE_DIR", jstr(STATE_DIR)));
 
 	struct json_object *mounts =
 		jarr(2, mount(VOL_TOKEN, TOKEN_DIR), mount(VOL_PODINFO, PODINFO_DIR));
 	if (p->ud != UD_INLINE)
 		mounts = jpush(mounts,
 			       mount(VOL_USER_DATA, p->ud == UD_SECRET ? SECRET_DIR : CONFIGMAP_DIR));
+	if (p->ssh_secret.p)
+		mounts = jpush(mounts, mount(VOL_SSH_KEYS, SSH_KEYS_DIR));
+	/* the one writable mount (the root filesystem is read-only) */
+	mounts = jpush(mounts, jobj("name", jstr(VOL_STATE), "mountPath", jstr(STATE_DIR), JEND));
 
 	/* Root with exactly the three capabilities of SPEC §4: Kubernetes has
 	 * no ambient capabilities, so a non-root user could not use them.
@@ -832,9 +941,15 @@ static void pod_patch(struct adm *a, struct pod *p)
 	    add(a, "/metadata/annotations/imds.kubevirt.io~1vendor-data", jstr(a->cfg->vendor_data)) < 0)
 		return;
 
-	struct json_object *vols[3] = {token_volume(p), podinfo_volume(p),
-				       p->ud != UD_INLINE ? user_data_volume(p) : NULL};
-	size_t nv = p->ud != UD_INLINE ? 3 : 2;
+	struct json_object *vols[5];
+	size_t nv = 0;
+	vols[nv++] = token_volume(p);
+	vols[nv++] = podinfo_volume(p);
+	if (p->ud != UD_INLINE)
+		vols[nv++] = user_data_volume(p);
+	if (p->ssh_secret.p)
+		vols[nv++] = ssh_keys_volume(p);
+	vols[nv++] = state_volume();
 	if (p->volumes == JV_NONE) {
 		struct json_object *arr = json_object_new_array();
 		for (size_t i = 0; i < nv; i++)
@@ -997,6 +1112,20 @@ static void serial_admit(struct adm *a, uint32_t req, struct str op, int vm)
 		reason(a, "not opted in");
 		return;
 	}
+	/* The VMI's annotations come from the VM's template. */
+	if (vm) {
+		uint32_t spec = member(a, obj, "spec", JV_OBJECT, "request.object");
+		uint32_t tmpl = member(a, spec, "template", JV_OBJECT, "request.object.spec");
+		uint32_t tmeta = member(a, tmpl, "metadata", JV_OBJECT, "request.object.spec.template");
+		uint32_t tanns = member(a, tmeta, "annotations", JV_OBJECT,
+					"request.object.spec.template.metadata");
+		check_data_annotations(a, tanns, "request.object.spec.template.metadata.annotations");
+	} else {
+		uint32_t anns = member(a, meta, "annotations", JV_OBJECT, "request.object.metadata");
+		check_data_annotations(a, anns, "request.object.metadata.annotations");
+	}
+	if (a->err)
+		return;
 
 	static const char *const vm_path[] = {"spec", "template", "spec", "domain", "firmware"};
 	static const char *const vmi_path[] = {"spec", "domain", "firmware"};

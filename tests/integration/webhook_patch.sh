@@ -102,6 +102,8 @@ run pod-minimal patched
 run pod-minimal patched --container --vendor-data-file "$WORK/vendor-data"
 run pod-label-vmname patched
 run pod-userdata-200k patched
+run pod-keys-meta patched
+run pod-keys-meta patched --container
 # Pods it does not concern.
 run pod-no-annotations skipped
 run pod-last-applied-only skipped
@@ -110,6 +112,10 @@ run pod-update skipped
 # Opted in with an invalid setting.
 run pod-bad-expiration denied --deny imds.kubevirt.io/token-expiration
 run pod-no-vm-name denied --deny kubevirt.io/domain
+run pod-bad-meta-data denied --deny imds.kubevirt.io/meta-data
+run pod-bad-ssh-keys-secret denied --deny imds.kubevirt.io/ssh-keys-secret
+run vm-bad-meta-data denied --deny imds.kubevirt.io/meta-data
+run vmi-reserved-meta-data denied --deny imds.kubevirt.io/meta-data
 # VirtualMachines and VirtualMachineInstances.
 run vm-no-firmware patched
 run vm-serial patched

@@ -33,6 +33,8 @@ TOKEN_DIR = "/var/run/secrets/tokens"
 PODINFO = "/var/run/imds/podinfo"
 SECRET_DIR = "/var/run/imds/user-data-secret"
 CM_DIR = "/var/run/imds/user-data-configmap"
+SSH_DIR = "/var/run/imds/ssh-keys"
+STATE_DIR = "/var/run/imds/state"
 CAPS = {"add": ["NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE"], "drop": ["ALL"]}
 SECURITY = {"allowPrivilegeEscalation": False, "capabilities": CAPS, "privileged": False,
             "readOnlyRootFilesystem": True, "runAsNonRoot": False, "runAsUser": 0}
@@ -206,6 +208,12 @@ def check_pod(args, orig, new):
     eq("volumes kept in order", spec.get("volumes") or [], nvols[:len(spec.get("volumes") or [])])
     eq("volume names unique", len(nvols), len({v["name"] for v in nvols}))
     for m in c.get("volumeMounts", []):
+        if m["mountPath"] == STATE_DIR:
+            # the one writable mount: an emptyDir of the pod, kept across restarts of the sidecar
+            vol = next((v for v in nvols if v["name"] == m["name"]), {})
+            eq("state: a writable emptyDir of 1Mi at " + STATE_DIR,
+               (None, {"sizeLimit": "1Mi"}), (m.get("readOnly"), vol.get("emptyDir")))
+            continue
         result(f"mount {m['mountPath']} is read-only and names a volume",
                m.get("readOnly") is True and any(v["name"] == m["name"] for v in nvols), m)
 
@@ -227,7 +235,12 @@ def check_pod(args, orig, new):
         "IMDS_VENDOR_DATA_FILE": PODINFO + "/vendor-data",
         "IMDS_NETWORK_CONFIG_FILE": PODINFO + "/network-config",
         "IMDS_NETWORK_STATUS_FILE": PODINFO + "/network-status",
+        "IMDS_STATE_DIR": STATE_DIR,
     }
+    if ANN + "ssh-keys-secret" in anns:
+        want_env["IMDS_SSH_KEYS_DIR"] = SSH_DIR
+    if ANN + "meta-data" in anns:
+        want_env["IMDS_META_DATA_FILE"] = PODINFO + "/meta-data"
     if ANN + "user-data-secret" in anns:
         want_env["IMDS_USER_DATA_FILE"] = SECRET_DIR + "/userdata:" + SECRET_DIR + "/user-data"
     elif ANN + "user-data-configmap" in anns:
@@ -265,6 +278,14 @@ def check_pod(args, orig, new):
         src = data_source(new, c, env[var])
         if eq(f"{key}: downward API of imds.kubevirt.io/{key}", [("annotation", ANN + key)], src):
             eq(f"{key}: file content", want.get(ANN + key, ""), nanns.get(ANN + key, ""))
+    if ANN + "ssh-keys-secret" in anns:
+        vol, rel = resolve(new, c, SSH_DIR + "/x")
+        eq("ssh keys: the whole Secret, read-only, not optional",
+           {"secretName": anns[ANN + "ssh-keys-secret"]}, (vol or {}).get("secret"))
+    if ANN + "meta-data" in anns:
+        src = data_source(new, c, env["IMDS_META_DATA_FILE"])
+        if eq("meta-data: downward API of imds.kubevirt.io/meta-data", [("annotation", ANN + "meta-data")], src):
+            eq("meta-data: file content", want.get(ANN + "meta-data", ""), nanns.get(ANN + "meta-data", ""))
     eq("network-status: downward API of Multus' annotation (never required)",
        [("annotation", "k8s.v1.cni.cncf.io/network-status")], data_source(new, c, env["IMDS_NETWORK_STATUS_FILE"]))
 

@@ -12,14 +12,15 @@ two cannot drift. This script takes them from the webhook itself:
      under a temp ROOT, materialises every volume it mounts the way kubelet
      would: downward-API files from the pod's fields/annotations (a missing
      annotation gives an empty file), a fake projected service-account token
-     (a JWT with exp = now + expirationSeconds) per token source;
+     (a JWT with exp = now + expirationSeconds) per token source, Secrets
+     from local folders (--secret) in kubelet's ..data layout, emptyDirs;
   5. resolves its env: literal values (paths under a mount are prefixed with
      ROOT), fieldRefs (namespace, pod name, service account, annotations,
      labels).
 
   sidecar_env.py pod --review R.json --admission-cli BIN --root DIR
         [--pod-name NAME] [--set-annotation KEY=VALUE|KEY=@FILE ...]
-        [--del-annotation KEY ...] [--json]
+        [--del-annotation KEY ...] [--secret NAME=DIR ...] [--json]
       prints `export VAR=value` lines (shell-quoted), or a JSON object.
       Also writes DIR/pod.json (the patched pod) and DIR/container.json.
 
@@ -108,6 +109,20 @@ def write(path, data):
         f.write(data.encode() if isinstance(data, str) else data)
 
 
+def kubelet_volume(base, files, items=None):
+    """A Secret/ConfigMap volume as kubelet's atomic writer lays it out: the
+    files in a timestamped folder, ..data pointing at it, each visible name a
+    symlink through ..data; items (key -> path) select and rename keys."""
+    if items:
+        files = {it["path"]: files[it["key"]] for it in items if it["key"] in files}
+    stamp = "..2024_06_01_00_00_00.000000001"
+    for k, data in files.items():
+        write(os.path.join(base, stamp, k), data)
+    os.symlink(stamp, os.path.join(base, "..data"))
+    for k in files:
+        os.symlink(os.path.join("..data", k), os.path.join(base, k))
+
+
 def cmd_pod(a):
     with open(a.review) as f:
         review = json.load(f)
@@ -140,6 +155,7 @@ def cmd_pod(a):
     ns = md["namespace"]
     sa = field(pod, "spec.serviceAccountName")
 
+    secrets = dict(kv.split("=", 1) for kv in a.secret)
     mounts = []
     for vm in ctr.get("volumeMounts", []):
         v = vols.get(vm["name"])
@@ -161,6 +177,16 @@ def cmd_pod(a):
                 aud = [t["audience"]] if t.get("audience") else []
                 write(os.path.join(base, t["path"]),
                       fake_jwt(ns, sa, md["name"], aud, int(t.get("expirationSeconds", 3600))))
+        elif "secret" in v:
+            name = v["secret"]["secretName"]
+            src = secrets.get(name)
+            if src is None:
+                die("volume %s: Secret %s mounted, give its files with --secret %s=DIR"
+                    % (vm["name"], name, name))
+            kubelet_volume(base, {k: open(os.path.join(src, k), "rb").read()
+                                  for k in sorted(os.listdir(src))}, v["secret"].get("items"))
+        elif "emptyDir" in v:
+            os.makedirs(base, exist_ok=True)
         else:
             die("volume %s: kind %s not reproduced here" % (vm["name"], sorted(set(v) - {"name"})))
 
@@ -208,6 +234,8 @@ def main():
     p.add_argument("--pod-name")
     p.add_argument("--set-annotation", action="append", default=[])
     p.add_argument("--del-annotation", action="append", default=[])
+    p.add_argument("--secret", action="append", default=[], metavar="NAME=DIR",
+                   help="the files of a Secret the pod mounts (each file a key)")
     p.add_argument("--json", action="store_true")
     v = sub.add_parser("vm-serial")
     v.add_argument("--review", required=True)

@@ -376,7 +376,9 @@ static const char *mount_path(struct json_object *c, const char *vol)
 	for (size_t i = 0; m && i < json_object_array_length(m); i++) {
 		struct json_object *e = json_object_array_get_idx(m, i);
 		if (strcmp(sat(at(e, "name", NULL)), vol) == 0) {
-			assert_true(json_object_get_boolean(at(e, "readOnly", NULL)));
+			/* read-only, but for the state folder */
+			assert_int_equal(json_object_get_boolean(at(e, "readOnly", NULL)),
+					 strcmp(vol, "imds-state") != 0);
 			return sat(at(e, "mountPath", NULL));
 		}
 	}
@@ -524,8 +526,11 @@ static void test_pod_kv18_native(void **state)
 	assert_null(strstr(a.res.reason, "cloud-config"));
 	assert_null(strstr(a.res.reason, "ssh-ed25519"));
 	assert_int_equal(a.res.kind, ADM_KIND_POD);
-	/* Exact operations: annotation, two volumes, the container. */
-	assert_int_equal(json_object_array_length(a.patch), 4);
+	/* Exact operations: annotation, three volumes (token, podinfo, state), the container. */
+	assert_int_equal(json_object_array_length(a.patch), 5);
+	assert_string_equal(env_value(c, "IMDS_STATE_DIR"), "/var/run/imds/state");
+	assert_null(env_of(c, "IMDS_SSH_KEYS_DIR"));
+	assert_null(env_of(c, "IMDS_META_DATA_FILE"));
 	assert_true(has_op_path(a.patch, "add", "/metadata/annotations/imds.kubevirt.io~1injected"));
 	assert_true(has_op_path(a.patch, "add", "/spec/volumes/-"));
 	assert_true(has_op_path(a.patch, "add", "/spec/initContainers/-"));
@@ -704,7 +709,7 @@ static void test_pod_missing_parents(void **state)
 	assert_true(has_op_path(a.patch, "add", "/spec/volumes"));
 	assert_true(has_op_path(a.patch, "add", "/spec/initContainers"));
 	assert_false(has_op_path(a.patch, "add", "/spec/volumes/-"));
-	assert_int_equal(json_object_array_length(at(a.object, "spec", "volumes", NULL)), 2);
+	assert_int_equal(json_object_array_length(at(a.object, "spec", "volumes", NULL)), 3);
 	assert_int_equal(json_object_array_length(at(a.object, "spec", "initContainers", NULL)), 1);
 	assert_int_equal(json_object_array_length(at(a.object, "spec", "containers", NULL)), 1);
 	answer_free(&a);
@@ -716,6 +721,38 @@ static void test_pod_missing_parents(void **state)
 	run_review(&NATIVE, review, &a);
 	assert_true(has_op_path(a.patch, "add", "/spec/volumes"));
 	assert_true(has_op_path(a.patch, "add", "/spec/initContainers"));
+	answer_free(&a);
+	json_object_put(review);
+}
+
+/* SSH keys: the whole Secret, read-only, and where the sidecar looks;
+ * custom meta-data: a downward-API file. */
+static void test_pod_keys_meta_data(void **state)
+{
+	(void)state;
+	struct answer a;
+	struct json_object *review = inject("pod-keys-meta", &NATIVE, &a);
+	struct json_object *c = sidecar_of(a.object, NULL, NULL);
+	assert_string_equal(env_value(c, "IMDS_SSH_KEYS_DIR"), "/var/run/imds/ssh-keys");
+	assert_string_equal(mount_path(c, "imds-ssh-keys"), "/var/run/imds/ssh-keys");
+	struct json_object *v = volume_of(a.object, "imds-ssh-keys");
+	assert_string_equal(sat(at(v, "secret", "secretName", NULL)), "vm-ssh-keys");
+	assert_null(at(v, "secret", "items", NULL));
+	assert_null(at(v, "secret", "optional", NULL));
+	assert_string_equal(env_value(c, "IMDS_META_DATA_FILE"), "/var/run/imds/podinfo/meta-data");
+	struct json_object *items = at(volume_of(a.object, "imds-podinfo"), "downwardAPI", "items", NULL);
+	int found = 0;
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
+		struct json_object *it = json_object_array_get_idx(items, i);
+		const char *pth = json_object_get_string(json_object_object_get(it, "path"));
+		found |= pth && strcmp(pth, "meta-data") == 0;
+	}
+	assert_true(found);
+	/* The state folder: writable, an emptyDir. */
+	assert_string_equal(mount_path(c, "imds-state"), "/var/run/imds/state");
+	assert_non_null(at(volume_of(a.object, "imds-state"), "emptyDir", NULL));
+	/* The annotation, four volumes (token, podinfo, ssh keys, state), the container. */
+	assert_int_equal(json_object_array_length(a.patch), 6);
 	answer_free(&a);
 	json_object_put(review);
 }
@@ -965,6 +1002,23 @@ static void test_pod_denials(void **state)
 		{"imds.kubevirt.io/instance-id", "i-1\x01", "imds.kubevirt.io/instance-id"},
 		{"imds.kubevirt.io/instance-id", long_id, "imds.kubevirt.io/instance-id"},
 		{"kubevirt.io/domain", "", "kubevirt.io/domain"},
+		{"imds.kubevirt.io/ssh-keys-secret", "", "imds.kubevirt.io/ssh-keys-secret"},
+		{"imds.kubevirt.io/ssh-keys-secret", "Keys", "imds.kubevirt.io/ssh-keys-secret"},
+		{"imds.kubevirt.io/meta-data", "", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "not json", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "[]", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "\"a\"", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "{\"a\":1}", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "{\"a\":null}", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "{\"a\":{\"b\":\"c\"}}", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "{\"a\":\"1\",\"a\":\"2\"}", "appears twice"},
+		{"imds.kubevirt.io/meta-data", "{\"a\":\"1\",}", "imds.kubevirt.io/meta-data"},
+		{"imds.kubevirt.io/meta-data", "{\"instance-id\":\"x\"}", "instance-id is set by the sidecar"},
+		{"imds.kubevirt.io/meta-data", "{\"local-hostname\":\"x\"}", "local-hostname"},
+		{"imds.kubevirt.io/meta-data", "{\"public-keys\":\"x\"}", "public-keys"},
+		{"imds.kubevirt.io/meta-data", "{\"hostname\":\"x\"}", "hostname"},
+		{"imds.kubevirt.io/meta-data", "{\"uuid\":\"x\"}", "uuid"},
+		{"imds.kubevirt.io/meta-data", "{\"\\u0075uid\":\"x\"}", "uuid"}, /* escaped */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct json_object *review = fixture("pod-kv18");
@@ -994,6 +1048,9 @@ static void test_pod_denials(void **state)
 		{"imds.kubevirt.io/bridge-name", "k6t-0123456789a"}, /* 15 */
 		{"imds.kubevirt.io/user-data-secret", "a.b-c.d"},
 		{"imds.kubevirt.io/instance-id", "i-\xc3\xa9t\xc3\xa9"},
+		{"imds.kubevirt.io/ssh-keys-secret", "vm-keys"},
+		{"imds.kubevirt.io/meta-data", "{}"},
+		{"imds.kubevirt.io/meta-data", " {\"role\": \"db\", \"Hostname-2\": \"\\u2603\"} "},
 	};
 	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
 		struct json_object *review = fixture("pod-kv18");
@@ -1623,6 +1680,7 @@ int main(void)
 		cmocka_unit_test(test_pod_guaranteed),
 		cmocka_unit_test(test_pod_qos_quantities),
 		cmocka_unit_test(test_pod_missing_parents),
+		cmocka_unit_test(test_pod_keys_meta_data),
 		cmocka_unit_test(test_pod_user_data_sources),
 		cmocka_unit_test(test_pod_200k_user_data),
 		cmocka_unit_test(test_pod_vendor_data),
