@@ -159,6 +159,7 @@ cat >>"$USER_DATA" <<'EOF'
       echo "IMDS-RESULT boot=$n $(tr -d ' \n' </run/cloud-init/result.json)"
       echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
+      echo "IMDS-QUERY boot=$n role=$(cloud-init query ds.meta_data.role 2>&1) tier=$(cloud-init query ds.meta_data.tier 2>&1)"
       echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)"
   - path: /usr/local/sbin/imds-e2e-poll
     permissions: '0755'
@@ -201,6 +202,14 @@ runcmd:
   - [ sh, -c, 'echo "IMDS-MARK runcmd hostname=$(hostname)" >/dev/ttyS0' ]
   - [ /usr/local/sbin/imds-e2e-fetch ]
 EOF
+# SSH: a key pair whose public half is in the Secret imds.kubevirt.io/ssh-keys-secret
+# names (a comment and a line that is no key beside it); custom meta-data.
+SSH_KEY=$work/ssh/id_ed25519
+mkdir -p "$work/ssh" "$work/secret-vm-ssh"
+ssh-keygen -q -t ed25519 -N '' -C 'vm-boot test' -f "$SSH_KEY"
+{ echo '# the operators of this VM'; cat "$SSH_KEY.pub"; echo 'not-a-key'; } >"$work/secret-vm-ssh/ops"
+META_DATA='{"role":"vm-test","tier":"2024-01-01"}'
+
 # The link-local guest also polls through a sidecar restart in its runcmd,
 # before it fetches identity and token from the restarted process.
 USER_DATA_POLL=$work/user-data-poll
@@ -281,6 +290,8 @@ pod_up() {
 	fi
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
 		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@${3:-$USER_DATA}" \
+		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
+		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
 		--del-annotation imds.kubevirt.io/network-config >"$SC_ENV" || return 1
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
@@ -435,6 +446,8 @@ guest_checks() {
 	else
 		not_ok "$l: datasource NoCloudNet from the webhook's DMI serial" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
 	fi
+	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
+		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
 	local n
 	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
 	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
@@ -466,6 +479,22 @@ boot_guest() { # <name> <console> [qemu args]
 	BOOT_T0=$VM_BOOT_START
 }
 
+# ssh_login <label>: from the pod, with the private key whose public half only
+# the sidecar's public-keys carried: cloud-init's cc_ssh installed it for the
+# image's default user.
+ssh_login() {
+	local l=$1 out t0=$EPOCHREALTIME
+	# shellcheck disable=SC2016 # expanded by the guest's shell
+	out=$(ip netns exec "$NS" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
+		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR debian@10.0.2.2 \
+		'echo "user=$(id -un) keys=$(grep -c . ~/.ssh/authorized_keys)"' 2>&1)
+	if [[ $out == "user=debian keys=1" ]]; then
+		ok "$l: SSH login as debian with the key from the Secret ($(vm_elapsed "$t0")s; one authorized key, the bad line skipped)"
+	else
+		not_ok "$l: SSH login as debian with the key from the Secret" "$out" "$(grep -a 'ssh-keys' "$SC_LOG")"
+	fi
+}
+
 # --- masquerade scenario ------------------------------------------------------------------
 scenario_masquerade() {
 	local l=masquerade con="$work/masquerade/console.log"
@@ -486,6 +515,7 @@ scenario_masquerade() {
 	else
 		not_ok "$l: guest got 10.0.2.2 from the pod's dnsmasq" "$(tail -n 20 "$work/masquerade/dnsmasq.log")"
 	fi
+	ssh_login "$l"
 
 	# --- 5. second boot on the same disk -------------------------------------------------
 	wait_mark "$l: root shell on ttyS0 before the reboot" "$con" "root@$VM_NAME:~# " 1 60 || return 1
