@@ -182,6 +182,12 @@ bench:
 	@hack/install-deps.sh build test bench
 	@bench/run.sh
 
+## fuzz-long: each fuzz target for FUZZ_LONG_SECONDS (default 600), new coverage merged
+## into tests/fuzz/corpus/ (commit what it adds)
+.PHONY: fuzz-long
+fuzz-long: deps-build
+	@hack/fuzz-long.sh
+
 ## soak: both servers under a mixed load with rotations, bridge removals, ARP
 ## floods and slow clients for SOAK_SECONDS (default 600); growth checked (root)
 SOAK_SECONDS ?= 600
@@ -211,6 +217,7 @@ help:
 	@echo "  demo           the sidecar serving a guest, with Debian's cloud-init as the client"
 	@echo "  bench          benchmarks beside nginx"
 	@echo "  soak           a long mixed load on both servers, growth checked (SOAK_SECONDS=600; root)"
+	@echo "  fuzz-long      every fuzz target for 10 min, new coverage merged into the corpora"
 	@echo "  lint           shellcheck"
 	@echo "  clean          remove build/"
 
