@@ -169,7 +169,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 
 ## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
 test:
-	@hack/install-deps.sh build test vm kube deploy
+	@hack/install-deps.sh build test vm kube deploy lint
 	@tests/run.sh
 
 ## demo: a guest fetching its metadata from the sidecar, shown step by step
@@ -203,6 +203,7 @@ lint:
 	shellcheck -x -P SCRIPTDIR hack/*.sh tests/*.sh tests/lib/*.sh tests/integration/*.sh bench/*.sh \
 		test/e2e/*.sh .ci/run
 	hack/check-context.sh
+	hack/static-analysis.sh
 
 clean:
 	rm -rf build
@@ -218,7 +219,7 @@ help:
 	@echo "  bench          benchmarks beside nginx"
 	@echo "  soak           a long mixed load on both servers, growth checked (SOAK_SECONDS=600; root)"
 	@echo "  fuzz-long      every fuzz target for 10 min, new coverage merged into the corpora"
-	@echo "  lint           shellcheck"
+	@echo "  lint           shellcheck, cppcheck and clang-tidy (.clang-tidy) on src/"
 	@echo "  clean          remove build/"
 
 -include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)

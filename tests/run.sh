@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` runs it:
 #   builds (debug, ASan+UBSan, static musl, libFuzzer), then runs
+#   - cppcheck and clang-tidy over src/ (hack/static-analysis.sh),
 #   - unit tests (cmocka) in the debug and the ASan build,
 #   - integration suites (tests/integration/*.sh) against both servers,
 #   - every fuzz target for a bounded time over its committed corpus,
@@ -113,6 +114,7 @@ build static static
 build fuzz fuzz
 
 export IMDS_TEST_TMPDIR=$OUT
+run_suite "lint/static-analysis" hack/static-analysis.sh
 for v in debug asan; do
 	run_suite "unit/$v" unit_suite "$v"
 done

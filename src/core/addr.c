@@ -86,16 +86,20 @@ const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len)
 
 const char *addr_local(int fd, char *buf, size_t len)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0}; /* filled by getsockname */
 	socklen_t sl = sizeof(ss);
-	char ip[INET6_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN] = "";
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
 		snprintf(buf, len, "-");
 		return buf;
 	}
-	addr_ntop(&ss, ip, sizeof(ip));
-	unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-						      : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	addr_ntop(&ss, ip, sizeof(ip)); /* "-" when not an IP socket */
+	in_port_t port_be = 0;
+	if (ss.ss_family == AF_INET)
+		port_be = ((const struct sockaddr_in *)&ss)->sin_port;
+	else if (ss.ss_family == AF_INET6)
+		port_be = ((const struct sockaddr_in6 *)&ss)->sin6_port;
+	unsigned port = ntohs(port_be);
 	snprintf(buf, len, ss.ss_family == AF_INET6 && !strchr(ip, '.') ? "[%s]:%u" : "%s:%u", ip,
 		 port);
 	return buf;

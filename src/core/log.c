@@ -21,7 +21,9 @@ static char log_stamp[32];
 void log_init(const char *prog)
 {
 	log_prog = prog;
-	atexit(log_flush); /* lines still in the buffer when a command exits */
+	/* lines still in the buffer when a command exits */
+	if (atexit(log_flush) != 0)
+		log_error("cannot register the exit flush: lines may be lost at exit");
 }
 
 static const char *stamp(void)
@@ -30,7 +32,8 @@ static const char *stamp(void)
 	if (now != log_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
-		strftime(log_stamp, sizeof(log_stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		if (strftime(log_stamp, sizeof(log_stamp), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+			log_stamp[0] = '\0'; /* cannot happen: 20 bytes into 32 */
 		log_sec = now;
 	}
 	return log_stamp;

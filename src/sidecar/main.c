@@ -131,7 +131,11 @@ out:
 int main(int argc, char **argv)
 {
 	log_init("imds-server");
-	signal(SIGPIPE, SIG_IGN); /* a closed peer is an error return, not a death */
+	/* a closed peer is an error return, not a death */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		log_error("cannot ignore SIGPIPE: %s", strerror(errno));
+		return 1;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		fputs(usage, argc < 2 ? stderr : stdout);

@@ -144,7 +144,8 @@ int metajson_parse(const char *s, size_t n, struct metajson *out, char *err, siz
 			if ((r = string(&p, &kv.k, &kv.kn)) < 0)
 				goto bad;
 			for (size_t j = 0; j < out->n; j++) {
-				if (out->kv[j].kn == kv.kn && memcmp(out->kv[j].k, kv.k, kv.kn) == 0) {
+				const struct metakv *e = &out->kv[j];
+				if (e->k && e->kn == kv.kn && memcmp(e->k, kv.k, kv.kn) == 0) {
 					snprintf(err, errlen, "key \"%.64s\" appears twice", kv.k);
 					r = -EINVAL;
 					goto bad;

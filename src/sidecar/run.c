@@ -299,7 +299,7 @@ static int is_port(const struct run *r, int ifindex)
  * learned the source MAC on. */
 static int from_vm(struct run *r, const uint8_t mac[6])
 {
-	struct nl_neigh nb;
+	struct nl_neigh nb = {0}; /* filled by nl_fdb_get */
 	char err[256];
 
 	if (!r->ps.bridge || nl_fdb_get(&r->req, r->ps.bridge, mac, &nb, err, sizeof(err)))

@@ -302,7 +302,8 @@ static int read_dir(const char *dir, struct sshkey *k)
 		}
 		nn++;
 	}
-	qsort(names, nn, sizeof(*names), cmp_names);
+	if (nn)
+		qsort(names, nn, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < nn && n < SSHKEYS_MAX; i++) {
 		char path[4096];
 		struct stat st;
@@ -365,8 +366,8 @@ int sshkeys_open(struct sshkeys *s, const char *dir, char *err, size_t errlen)
 
 int sshkeys_refresh(struct sshkeys *s)
 {
-	ino_t ino;
-	struct timespec ct;
+	ino_t ino = 0;
+	struct timespec ct = {0, 0};
 	if (!s->dir)
 		return 0;
 	int r = version(s->dir, &ino, &ct);

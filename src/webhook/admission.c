@@ -167,7 +167,9 @@ static struct str jstring(struct adm *a, uint32_t i)
 static struct str mstr(struct adm *a, uint32_t obj, const char *key, const char *where)
 {
 	uint32_t v = member(a, obj, key, JV_STRING, where);
-	return v == JV_NONE ? (struct str){0} : jstring(a, v);
+	if (v == JV_NONE)
+		return (struct str){0};
+	return jstring(a, v);
 }
 
 /* ---- checks on annotation values -------------------------------------- */

@@ -355,6 +355,8 @@ int jv_parse(struct jv *v, const char *text, size_t len, char *err, size_t errle
 		return bad(&sc, i, "no JSON value");
 
 value: /* a value starts at s[i] */
+	/* also reached by goto from the states below, where i may be len */
+	// cppcheck-suppress identicalConditionAfterEarlyExit ; see the line above
 	if (i == len)
 		return ends_inside(&sc);
 	if (depth && v->nodes[stack[depth - 1]].type == JV_ARRAY)

@@ -158,7 +158,10 @@ static int flag(int argc, char **argv, int *i, const char *name, const char **ou
 int main(int argc, char **argv)
 {
 	log_init("imds-webhook");
-	signal(SIGPIPE, SIG_IGN);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		log_error("cannot ignore SIGPIPE: %s", strerror(errno));
+		return 1;
+	}
 	const char *listen_addr = ":8443";
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
@@ -185,8 +188,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: unknown argument '%s'\n%s", argv[i], usage);
 		return EXIT_CONFIG;
 	}
-	if (getenv("IMDS_IMAGE") && *getenv("IMDS_IMAGE"))
-		image = getenv("IMDS_IMAGE");
+	const char *env_image = getenv("IMDS_IMAGE");
+	if (env_image && *env_image)
+		image = env_image;
 	if (!image) {
 		fprintf(stderr, "imds-webhook: --imds-image: required (or $IMDS_IMAGE)\n");
 		return EXIT_CONFIG;

@@ -355,8 +355,8 @@ struct tls_server *tls_server_new(struct loop *l, const char *cert_file, const c
 		snprintf(err, errlen, "certificate path too long");
 		goto fail;
 	}
-	strcpy(t->cert, cert_file);
-	strcpy(t->key, key_file);
+	memcpy(t->cert, cert_file, strlen(cert_file) + 1); /* lengths checked above */
+	memcpy(t->key, key_file, strlen(key_file) + 1);
 	t->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	t->timer_fd = loop_timer_new();
 	if (t->ino_fd < 0 || t->timer_fd < 0) {
