@@ -5,6 +5,7 @@
 #   make static     musl, -static -Os, stripped (what the image ships)
 #   make asan       ASan + UBSan build of the server and the unit tests
 #   make fuzz       libFuzzer targets (clang)
+#   make coverage   gcov build, unit and integration suites, lcov per folder
 # Third-party code: llhttp's C sources from Debian's node-llhttp, compiled
 # here in strict mode; nothing is downloaded at build time.
 
@@ -47,6 +48,10 @@ KINC := $(B)/kinc
 OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
 	-fno-unwind-tables -isystem $(KINC)
 LDFLAGS_V := -static -s -Wl,--gc-sections
+else ifeq ($(VARIANT),coverage)
+CC := gcc
+OPT := -g -O0 --coverage
+LDFLAGS_V := --coverage
 else ifeq ($(VARIANT),fuzz)
 CC := clang
 OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
@@ -54,7 +59,7 @@ OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefine
 LDFLAGS_V := -fsanitize=fuzzer,address,undefined
 WARN := -Wall -Wextra -Wshadow -Werror -Wno-unused-parameter
 else
-$(error unknown VARIANT '$(VARIANT)': debug, asan, static or fuzz)
+$(error unknown VARIANT '$(VARIANT)': debug, asan, static, coverage or fuzz)
 endif
 
 CFLAGS := $(CFLAGS_COMMON) $(OPT) $(WARN) $(EXTRA_CFLAGS)
@@ -182,6 +187,13 @@ bench:
 	@hack/install-deps.sh build test bench
 	@bench/run.sh
 
+## coverage: line and branch coverage per folder (src/core, src/sidecar, src/webhook)
+## over the unit tests and the integration suites that drive the binaries (root)
+.PHONY: coverage
+coverage: deps-build
+	@hack/install-deps.sh test coverage
+	@hack/coverage.sh
+
 ## fuzz-long: each fuzz target for FUZZ_LONG_SECONDS (default 600), new coverage merged
 ## into tests/fuzz/corpus/ (commit what it adds)
 .PHONY: fuzz-long
@@ -219,6 +231,7 @@ help:
 	@echo "  bench          benchmarks beside nginx"
 	@echo "  soak           a long mixed load on both servers, growth checked (SOAK_SECONDS=600; root)"
 	@echo "  fuzz-long      every fuzz target for 10 min, new coverage merged into the corpora"
+	@echo "  coverage       gcov/lcov: line and branch coverage per folder (root)"
 	@echo "  lint           shellcheck, cppcheck and clang-tidy (.clang-tidy) on src/"
 	@echo "  clean          remove build/"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt, what a group of make targets needs; does nothing when
 # everything is there already (idempotent, safe to run on every make).
-#   hack/install-deps.sh GROUP...   groups: build test bench lint vm kube deploy
+#   hack/install-deps.sh GROUP...   groups: build test bench lint coverage vm kube deploy
 set -euo pipefail
 
 declare -A pkgs=(
@@ -9,6 +9,7 @@ declare -A pkgs=(
 	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch procps gzip psmisc iputils-arping util-linux openssl openssh-client"
 	[bench]="nginx-light wrk util-linux"
 	[lint]="shellcheck cppcheck clang-tidy"
+	[coverage]="lcov"
 	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs"
 	[kube]="etcd-server openssl"
 	# what the deployment suites run: file(1) on the built binaries, shellcheck on
