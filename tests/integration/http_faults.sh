@@ -130,6 +130,7 @@ certs_leaf "$TEST_TMP/ca" "$TEST_TMP/pair" ec 0A01
 wh_start() { # [nofile]
 	WLOG=$TEST_TMP/webhook.$RANDOM.log
 	local pre=()
+	# shellcheck disable=SC2016 # expanded by the inner bash
 	[[ -n "${1:-}" ]] && pre=(bash -c 'ulimit -n "$0" || exit 1; exec "$@"' "$1")
 	"${pre[@]}" "$WH" --listen 127.0.0.1:0 --tls-cert-file "$TEST_TMP/pair/tls.crt" \
 		--tls-key-file "$TEST_TMP/pair/tls.key" --imds-image registry.example/imds-server:test \
