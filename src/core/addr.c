@@ -84,6 +84,22 @@ const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len)
 	return buf;
 }
 
+int addr_set_hops(int fd, unsigned hops)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t sl = sizeof(ss);
+	int v = (int)hops;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return -errno;
+	if (ss.ss_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &v, sizeof(v)) < 0)
+		return -errno;
+	/* On an IPv6 socket this is the TTL of its v4-mapped traffic. */
+	if (setsockopt(fd, IPPROTO_IP, IP_TTL, &v, sizeof(v)) < 0 && ss.ss_family == AF_INET)
+		return -errno;
+	return 0;
+}
+
 const char *addr_local(int fd, char *buf, size_t len)
 {
 	struct sockaddr_storage ss = {0}; /* filled by getsockname */

@@ -85,6 +85,7 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->meta_data_file = env("IMDS_META_DATA_FILE");
 	c->state_dir = env("IMDS_STATE_DIR");
 	c->rate_limit = IMDS_DEFAULT_RATE;
+	c->hop_limit = IMDS_DEFAULT_HOP_LIMIT;
 
 	if (!c->ns) {
 		snprintf(err, errlen, "IMDS_NAMESPACE: required (the VM's namespace)");
@@ -115,7 +116,8 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 			 c->bridge_name);
 		return -EINVAL;
 	}
-	if (uint_var("IMDS_RATE_LIMIT", 0, 1000000, &c->rate_limit,
+	if (uint_var("IMDS_HOP_LIMIT", 1, 64, &c->hop_limit, "an IP TTL 1..64", err, errlen) < 0 ||
+	    uint_var("IMDS_RATE_LIMIT", 0, 1000000, &c->rate_limit,
 		     "requests per second 0..1000000, 0 = off", err, errlen) < 0 ||
 	    uint_var("IMDS_HEADER_TIMEOUT_MS", 10, 600000, &c->limits.header_timeout_ms,
 		     "milliseconds 10..600000", err, errlen) < 0 ||

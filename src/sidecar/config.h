@@ -10,6 +10,8 @@
 #define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
 #define IMDS_DEFAULT_RATE 100
+/* One link: a guest on the bridge is served, anything it routes is not. */
+#define IMDS_DEFAULT_HOP_LIMIT 1
 /* The one request with a body: POST .../password (at most 1,024 bytes, else
  * 400).  The HTTP core refuses larger bodies with 413 before reading them. */
 #define IMDS_MAX_BODY 4096
@@ -29,6 +31,7 @@ struct imds_config {
 	const char *meta_data_file;      /* custom meta-data, a JSON object of strings */
 	const char *state_dir;           /* survives restarts (emptyDir): the password */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
+	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
 	struct http_limits limits;
 };
 

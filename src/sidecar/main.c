@@ -104,6 +104,12 @@ static int cmd_server(int argc, char **argv, int networked)
 		status = fd == -EINVAL ? EXIT_CONFIG : 1;
 		goto out;
 	}
+	r = addr_set_hops(fd, cfg.hop_limit);
+	if (r < 0) {
+		close(fd);
+		fprintf(stderr, "imds-server: IMDS_HOP_LIMIT: %s\n", strerror(-r));
+		goto out;
+	}
 	r = http_server_listen_fd(sc.http, fd);
 	if (r < 0) {
 		close(fd);
@@ -111,8 +117,8 @@ static int cmd_server(int argc, char **argv, int networked)
 		goto out;
 	}
 	char where[80];
-	log_info("serving %s/%s on %s (rate limit %u/s)", cfg.ns, cfg.vm_name,
-		 addr_local(fd, where, sizeof(where)), cfg.rate_limit);
+	log_info("serving %s/%s on %s (rate limit %u/s, hop limit %u)", cfg.ns, cfg.vm_name,
+		 addr_local(fd, where, sizeof(where)), cfg.rate_limit, cfg.hop_limit);
 	r = loop_run(l);
 	log_flush();
 	if (r < 0) {

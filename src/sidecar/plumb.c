@@ -304,7 +304,7 @@ out:
 	return ret;
 }
 
-int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port,
+int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigned hops,
 			const struct arp_macset *allow, int open, char *err, size_t errlen)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -317,6 +317,11 @@ int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port,
 		goto fail;
 	step = "SO_REUSEADDR";
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		goto fail;
+	/* Answers go one link far (IMDS_HOP_LIMIT): the SYN-ACK already. */
+	step = "IP_TTL";
+	int ttl = (int)hops;
+	if (setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)))
 		goto fail;
 	/* The address is put on veth-imds by the same pass that opens this
 	 * listener, and comes back after the veth is recreated: bind first. */

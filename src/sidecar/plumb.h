@@ -84,7 +84,7 @@ int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link
 /* A TCP listener on ip:port bound to device ifindex (SO_BINDTOIFINDEX),
  * IP_FREEBIND (the address may not exist yet), SO_REUSEADDR, non-blocking,
  * CLOEXEC, with the guard filter attached before listen().  fd or -errno. */
-int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port,
+int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigned hops,
 			const struct arp_macset *allow, int open, char *err, size_t errlen);
 
 #endif

@@ -60,6 +60,7 @@ struct run {
 	const char *netstatus;     /* NULL: none */
 	uint8_t ip[4];
 	uint16_t port;
+	unsigned hops;             /* IMDS_HOP_LIMIT */
 
 	struct nl_sock req, ev;
 	int wait_tfd, retry_tfd;
@@ -256,7 +257,7 @@ static int ensure_listener(struct run *r, int *fd, int *bound_if, int want_if, c
 	if (!want_if)
 		return 0;
 	guard_wanted(r, &allow, &open);
-	nfd = plumb_listener_open(want_if, r->ip, r->port, &allow, open, err, sizeof(err));
+	nfd = plumb_listener_open(want_if, r->ip, r->port, r->hops, &allow, open, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
@@ -484,9 +485,9 @@ static void reconcile(struct run *r)
 		char m[18];
 		fmt_mac(r->ps.veth_mac, m);
 		log_info("net: serving %u.%u.%u.%u:%u on %s and %s (%s), %zu tap port(s), %zu "
-			 "other port(s)",
+			 "other port(s), hop limit %u",
 			 r->ip[0], r->ip[1], r->ip[2], r->ip[3], r->port, r->ps.bridge_name,
-			 PLUMB_VETH, m, r->ps.ntaps, r->ps.nforeign);
+			 PLUMB_VETH, m, r->ps.ntaps, r->ps.nforeign, r->hops);
 		if (r->bridge_seen_ms)
 			log_info("net: ready %llu ms after the bridge appeared",
 				 (unsigned long long)(loop_clock_ms() - r->bridge_seen_ms));
@@ -663,6 +664,7 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 	}
 	r->loop = l;
 	r->http = http;
+	r->hops = cfg->hop_limit;
 	r->bridge_name = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
 	r->netstatus = cfg->network_status_file && cfg->network_status_file[0]
 			       ? cfg->network_status_file

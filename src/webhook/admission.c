@@ -29,6 +29,7 @@
 #define ANN_BRIDGE_NAME ANN "bridge-name"
 #define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
 #define ANN_META_DATA ANN "meta-data"
+#define ANN_HOP_LIMIT ANN "hop-limit"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
@@ -530,6 +531,7 @@ struct pod {
 	enum ud_source ud;
 	struct str secret, configmap, instance_id, bridge, vm_name, ssh_secret;
 	int meta_data;       /* imds.kubevirt.io/meta-data is set (and valid) */
+	struct str hop_limit; /* 1..64, as written */
 	int add_vendor_data; /* the cluster-wide vendor-data goes in an annotation */
 	int guaranteed;
 	int pod_resources; /* spec.resources: pod-level resources own the budget */
@@ -706,6 +708,18 @@ static void pod_settings(struct adm *a, struct pod *p, uint32_t labels)
 	p->ud = p->secret.p ? UD_SECRET : p->configmap.p ? UD_CONFIGMAP : UD_INLINE;
 
 	check_data_annotations(a, p->anns, "request.object.metadata.annotations");
+	p->hop_limit = ann(a, p->anns, ANN_HOP_LIMIT);
+	if (p->hop_limit.p) {
+		unsigned h = 0;
+		int ok = p->hop_limit.n > 0 && p->hop_limit.n <= 2 && p->hop_limit.p[0] != '0';
+		for (size_t i = 0; ok && i < p->hop_limit.n; i++) {
+			ok = p->hop_limit.p[i] >= '0' && p->hop_limit.p[i] <= '9';
+			h = h * 10 + (unsigned)(p->hop_limit.p[i] - '0');
+		}
+		if (!ok || h < 1 || h > 64)
+			fail(a, A_DENY, "%s: want an IP TTL in 1..64, got %s", ANN_HOP_LIMIT,
+			     shown(p->hop_limit, q, sizeof(q)));
+	}
 	p->ssh_secret = ann(a, p->anns, ANN_SSH_KEYS_SECRET);
 	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
 
@@ -869,6 +883,8 @@ static struct json_object *sidecar(struct adm *a, struct pod *p)
 		env = jpush(env, env_value("IMDS_INSTANCE_ID", jstrn(p->instance_id)));
 	if (p->bridge.p)
 		env = jpush(env, env_value("IMDS_BRIDGE_NAME", jstrn(p->bridge)));
+	if (p->hop_limit.p)
+		env = jpush(env, env_value("IMDS_HOP_LIMIT", jstrn(p->hop_limit)));
 	if (p->ssh_secret.p)
 		env = jpush(env, env_value("IMDS_SSH_KEYS_DIR", jstr(SSH_KEYS_DIR)));
 	if (p->meta_data)

@@ -247,7 +247,8 @@ def check_pod(args, orig, new):
         want_env["IMDS_USER_DATA_FILE"] = CM_DIR + "/user-data"
     else:
         want_env["IMDS_USER_DATA_FILE"] = PODINFO + "/user-data"
-    for k, n in ((ANN + "instance-id", "IMDS_INSTANCE_ID"), (ANN + "bridge-name", "IMDS_BRIDGE_NAME")):
+    for k, n in ((ANN + "instance-id", "IMDS_INSTANCE_ID"), (ANN + "bridge-name", "IMDS_BRIDGE_NAME"),
+                 (ANN + "hop-limit", "IMDS_HOP_LIMIT")):
         if k in anns:
             want_env[n] = anns[k]
     eq("env", want_env, env)

@@ -86,6 +86,7 @@ static void test_defaults(void **state)
 	assert_null(c.ssh_keys_dir);
 	assert_null(c.meta_data_file);
 	assert_null(c.state_dir);
+	assert_int_equal(c.hop_limit, 1); /* one link: the guest, not what it routes */
 	assert_int_equal(c.rate_limit, IMDS_DEFAULT_RATE);
 	assert_int_equal(c.limits.header_timeout_ms, 5000);
 	assert_int_equal(c.limits.idle_timeout_ms, 20000);
@@ -286,6 +287,11 @@ static void test_uint_vars(void **state)
 		{"IMDS_MAX_CONNS", "65536", 1, 65536},
 		{"IMDS_MAX_CONNS", "65537", 0, 0},
 		{"IMDS_MAX_CONNS", "99999999999", 0, 0},
+		{"IMDS_HOP_LIMIT", "0", 0, 0},
+		{"IMDS_HOP_LIMIT", "1", 1, 1},
+		{"IMDS_HOP_LIMIT", "64", 1, 64},
+		{"IMDS_HOP_LIMIT", "65", 0, 0},
+		{"IMDS_HOP_LIMIT", "2x", 0, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		env_reset(1);
@@ -298,7 +304,8 @@ static void test_uint_vars(void **state)
 		}
 		struct imds_config c;
 		expect_ok(name, &c);
-		unsigned got = cases[i].var[5] == 'H'	? c.limits.header_timeout_ms
+		unsigned got = strcmp(cases[i].var, "IMDS_HOP_LIMIT") == 0 ? c.hop_limit
+			       : cases[i].var[5] == 'H'	? c.limits.header_timeout_ms
 			       : cases[i].var[5] == 'I' ? c.limits.idle_timeout_ms
 							: c.limits.max_conns;
 		if (got != cases[i].want)
