@@ -580,7 +580,14 @@ restart_during_boot() {
 		not_ok "$l: guest's poll ended" "$(console_tail "$con")"
 		return 1
 	fi
-	t=$(first_served_after "$R2_EXEC" ' GET /v1/meta-data 200 ')
+	# The console line can come before the timestamped copy of the sidecar's
+	# log has the answer (it is polled every 50 ms): give it a few seconds.
+	local i
+	for ((i = 0; i < 100; i++)); do
+		t=$(first_served_after "$R2_EXEC" ' GET /v1/meta-data 200 ')
+		[[ -n $t ]] && break
+		sleep 0.05
+	done
 	R2_MS=-
 	[[ -n $t ]] && R2_MS=$(awk -v a="${R2_EXEC/,/.}" -v b="$t" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
 	if [[ $R2_MS != - ]] && ((R2_MS < 1000)); then
