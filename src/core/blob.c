@@ -10,6 +10,7 @@ struct blob *blob_new(const void *p, size_t len)
 		return NULL;
 	b->refs = 1;
 	b->len = len;
+	b->tag = 0;
 	if (len)
 		memcpy(b->data, p, len);
 	b->data[len] = '\0';
@@ -27,4 +28,29 @@ void blob_unref(struct blob *b)
 {
 	if (b && --b->refs == 0)
 		free(b);
+}
+
+uint64_t blob_hash(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0xcbf29ce484222325u;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3u;
+	}
+	/* a final avalanche (splitmix64), the length folded in */
+	h ^= (uint64_t)n * 0x9e3779b97f4a7c15u;
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9u;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebu;
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
+uint64_t blob_tag(struct blob *b)
+{
+	if (!b->tag)
+		b->tag = blob_hash(b->data, b->len);
+	return b->tag;
 }

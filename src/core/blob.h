@@ -7,10 +7,12 @@
 #define IMDS_BLOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct blob {
 	unsigned refs;
 	size_t len;
+	uint64_t tag;  /* blob_tag(), computed once: 0 until then */
 	char data[]; /* len bytes, then a NUL for convenience */
 };
 
@@ -19,5 +21,10 @@ struct blob *blob_new(const void *p, size_t len);
 struct blob *blob_ref(struct blob *b);
 /* Drops one reference; NULL is a no-op. */
 void blob_unref(struct blob *b);
+/* A 64-bit digest of bytes (FNV-1a, then mixed with the length): for
+ * validators (ETags), not for security.  Never 0. */
+uint64_t blob_hash(const void *p, size_t n);
+/* blob_hash of b's bytes, computed on first use (blobs never change). */
+uint64_t blob_tag(struct blob *b);
 
 #endif

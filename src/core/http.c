@@ -141,7 +141,9 @@ const char *http_reason(int status)
 	switch (status) {
 	case 200: return "OK";
 	case 204: return "No Content";
+	case 304: return "Not Modified";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
@@ -544,7 +546,12 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		    date_now(s));
 	if (res->content_type)
 		sbuf_printf(&h, "Content-Type: %s\r\n", res->content_type);
-	sbuf_printf(&h, "Content-Length: %zu\r\n%s", blen, conn_hdr);
+	/* 304 (and 204) carry no body, so no length (RFC 9110 §8.6). */
+	int no_body = res->status == 304 || res->status == 204;
+	if (no_body)
+		sbuf_puts(&h, conn_hdr);
+	else
+		sbuf_printf(&h, "Content-Length: %zu\r\n%s", blen, conn_hdr);
 	sbuf_put(&h, res->extra, res->extra_len);
 	sbuf_puts(&h, "\r\n");
 	if (h.overflow) {
@@ -553,8 +560,8 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		return -1;
 	}
 	if (s->logger)
-		s->logger(req, res->status, head_only ? 0 : blen, s->ud);
-	if (head_only)
+		s->logger(req, res->status, head_only || no_body ? 0 : blen, s->ud);
+	if (head_only || no_body)
 		blen = 0;
 	struct blob *blob = res->blob;
 	res->blob = NULL;
@@ -633,6 +640,7 @@ static enum http_method method_of(uint8_t m)
 	case HTTP_GET: return HTTP_M_GET;
 	case HTTP_HEAD: return HTTP_M_HEAD;
 	case HTTP_POST: return HTTP_M_POST;
+	case HTTP_PUT: return HTTP_M_PUT;
 	default: return HTTP_M_OTHER;
 	}
 }

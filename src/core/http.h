@@ -45,6 +45,7 @@ enum http_method {
 	HTTP_M_GET,
 	HTTP_M_HEAD,
 	HTTP_M_POST,
+	HTTP_M_PUT,
 };
 
 struct http_span {

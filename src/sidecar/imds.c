@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -273,6 +274,77 @@ static void send_blob(struct http_response *res, const char *ctype, struct blob 
 	}
 }
 
+/* ---- validators: ETag and If-None-Match (RFC 9110 §8.8.3, §13.1.2) ---------- */
+
+static void tag_text(uint64_t tag, char out[19])
+{
+	snprintf(out, 19, "\"%016llx\"", (unsigned long long)tag);
+}
+
+int imds_inm_match(const struct http_request *req, uint64_t tag)
+{
+	char want[19];
+	tag_text(tag, want);
+	for (unsigned h = 0; h < req->nheaders; h++) {
+		struct http_span n = req->hname[h], v = req->hvalue[h];
+		if (n.n != 13 || strncasecmp(n.p, "if-none-match", 13) != 0)
+			continue;
+		size_t i = 0;
+		while (i < v.n) {
+			while (i < v.n && (v.p[i] == ' ' || v.p[i] == '\t' || v.p[i] == ','))
+				i++;
+			if (i == v.n)
+				break;
+			if (v.p[i] == '*')
+				return 1;
+			/* weak comparison: W/"x" matches "x" */
+			if (v.n - i >= 2 && v.p[i] == 'W' && v.p[i + 1] == '/')
+				i += 2;
+			if (i == v.n || v.p[i] != '"')
+				break; /* not an entity-tag: the field is ignored from here */
+			size_t j = i + 1;
+			while (j < v.n && v.p[j] != '"')
+				j++;
+			if (j == v.n)
+				break;
+			if (j + 1 - i == 18 && memcmp(v.p + i, want, 18) == 0)
+				return 1;
+			i = j + 1;
+		}
+	}
+	return 0;
+}
+
+/* A 200 with a validator, or 304 when the client has these bytes already. */
+static void tagged(const struct http_request *req, struct http_response *res, uint64_t tag)
+{
+	char t[19];
+	tag_text(tag, t);
+	http_res_header(res, "ETag", t);
+	if (res->status == 200 && imds_inm_match(req, tag)) {
+		res->status = 304;
+		res->content_type = NULL;
+		blob_unref(res->blob);
+		res->blob = NULL;
+		res->body = NULL;
+		res->body_len = 0;
+	}
+}
+
+static void send_data(const struct http_request *req, struct http_response *res,
+		      const char *ctype, struct blob *b)
+{
+	send_blob(res, ctype, b);
+	tagged(req, res, b ? blob_tag(b) : blob_hash("", 0));
+}
+
+static void send_data_text(const struct http_request *req, struct http_response *res,
+			   const char *ctype, const char *p, size_t n)
+{
+	http_res_text(res, 200, ctype, p, n);
+	tagged(req, res, blob_hash(p, n));
+}
+
 static const char *trim(const char *p, size_t *n)
 {
 	while (*n && (p[0] == ' ' || p[0] == '\n' || p[0] == '\r' || p[0] == '\t')) {
@@ -381,7 +453,7 @@ static void do_token(struct imds_app *a, const struct http_request *req, struct 
 		http_res_error(res, 500, "token_invalid", "token does not fit the answer");
 		return;
 	}
-	http_res_text(res, 200, "application/json", b.p, b.len);
+	send_data_text(req, res, "application/json", b.p, b.len);
 }
 
 static const char os_versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
@@ -428,7 +500,8 @@ static int os_password_path(struct http_span p)
 
 /* /openstack/... : the layout of OpenStack's metadata service, for
  * cloudbase-init on Windows (and cloud-init's OpenStack datasource). */
-static int do_openstack(struct imds_app *a, struct http_span p, struct http_response *res)
+static int do_openstack(struct imds_app *a, const struct http_request *req, struct http_span p,
+			struct http_response *res)
 {
 	const char *s = p.p + 10; /* after "/openstack" */
 	size_t n = p.n - 10;
@@ -456,7 +529,7 @@ static int do_openstack(struct imds_app *a, struct http_span p, struct http_resp
 	struct http_span file = {f, fn};
 	if (http_span_eq(file, "meta_data.json")) {
 		refresh_meta(a);
-		send_blob(res, "application/json", a->os_meta);
+		send_data(req, res, "application/json", a->os_meta);
 	} else if (http_span_eq(file, "user_data")) {
 		struct blob *u = user_data(a);
 		/* Nova answers 404 when an instance has no user data, and both
@@ -464,13 +537,13 @@ static int do_openstack(struct imds_app *a, struct http_span p, struct http_resp
 		if (!u || u->len == 0)
 			http_res_error(res, 404, "not_found", "no user data");
 		else
-			send_blob(res, "application/octet-stream", u);
+			send_data(req, res, "application/octet-stream", u);
 	} else if (http_span_eq(file, "vendor_data.json")) {
 		/* Vendor data goes in the "cloud-init" key, which cloud-init's
 		 * OpenStack datasource unwraps. */
 		struct blob *v = dfile_get(&a->vendor);
 		if (!v || v->len == 0) {
-			http_res_text(res, 200, "application/json", "{}\n", 3);
+			send_data_text(req, res, "application/json", "{}\n", 3);
 		} else {
 			size_t cap = v->len * 6 + 32;
 			char *tmp = malloc(cap);
@@ -486,13 +559,15 @@ static int do_openstack(struct imds_app *a, struct http_span p, struct http_resp
 			free(tmp);
 			res->status = res->blob ? 200 : 500;
 			res->content_type = "application/json";
+			if (res->blob)
+				tagged(req, res, blob_tag(res->blob));
 		}
 	} else if (http_span_eq(file, "network_data.json")) {
 		/* network-config is cloud-init YAML (v1/v2), which has no
 		 * OpenStack form without a YAML parser; guests of this layout
 		 * (Windows) take DHCP, so an empty network_data is exact. */
 		static const char empty[] = "{\"links\":[],\"networks\":[],\"services\":[]}\n";
-		http_res_text(res, 200, "application/json", empty, sizeof(empty) - 1);
+		send_data_text(req, res, "application/json", empty, sizeof(empty) - 1);
 	} else {
 		return 0;
 	}
@@ -676,22 +751,22 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		do_password(a, req, res);
 	} else if (http_span_eq(p, "/v1/meta-data")) {
 		refresh_meta(a);
-		send_blob(res, "text/yaml", a->meta_data);
+		send_data(req, res, "text/yaml", a->meta_data);
 	} else if (http_span_eq(p, "/v1/user-data")) {
-		send_blob(res, "application/octet-stream", user_data(a));
+		send_data(req, res, "application/octet-stream", user_data(a));
 	} else if (http_span_eq(p, "/v1/vendor-data")) {
-		send_blob(res, "application/octet-stream", dfile_get(&a->vendor));
+		send_data(req, res, "application/octet-stream", dfile_get(&a->vendor));
 	} else if (http_span_eq(p, "/v1/network-config")) {
-		send_blob(res, "text/yaml", dfile_get(&a->netcfg));
+		send_data(req, res, "text/yaml", dfile_get(&a->netcfg));
 	} else if (http_span_eq(p, "/v1/identity")) {
 		if (guard(req, res) == 0)
-			send_blob(res, "application/json", a->identity);
+			send_data(req, res, "application/json", a->identity);
 	} else if (http_span_eq(p, "/v1/token")) {
 		if (guard(req, res) == 0)
 			do_token(a, req, res);
 	} else if (http_span_eq(p, "/healthz")) {
 		http_res_text(res, 200, "text/plain", "OK", 2);
-	} else if (p.n >= 10 && memcmp(p.p, "/openstack", 10) == 0 && do_openstack(a, p, res)) {
+	} else if (p.n >= 10 && memcmp(p.p, "/openstack", 10) == 0 && do_openstack(a, req, p, res)) {
 		/* answered */
 	} else {
 		/* Windows probes many paths at boot: say no at once. */

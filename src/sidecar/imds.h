@@ -3,6 +3,7 @@
 #define IMDS_IMDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "http.h"
@@ -23,6 +24,10 @@ struct http_server *imds_app_http(struct imds_app *a);
 
 /* The request handler (exposed for unit tests). */
 void imds_handle(const struct http_request *req, struct http_response *res, void *app);
+
+/* 1 when an If-None-Match header of req lists the ETag of tag (weak
+ * comparison, as for GET) or is "*". */
+int imds_inm_match(const struct http_request *req, uint64_t tag);
 
 /* The decoded value of key in a query string (percent-decoding, '+' as
  * space).  Length, -ENOENT when absent, -EINVAL on a bad escape, -ENOSPC. */

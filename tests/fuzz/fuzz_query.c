@@ -13,7 +13,9 @@
  *  - audience_dir: -EINVAL for "", ".", ".." and bytes outside 0x21..0x7e
  *    (or -ENOSPC if the name overflowed before such a byte); otherwise the name is one path component (no '/', never
  *    "." or ".."), made of [A-Za-z0-9._%-], and decodes back to the input;
- *    -ENOSPC exactly when it does not fit cap. */
+ *    -ENOSPC exactly when it does not fit cap.
+ *  - imds_inm_match (If-None-Match, the input as the value) agrees with a
+ *    reference scan, and always matches once our tag leads the list. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,6 +149,50 @@ static void check_audience(const char *in, size_t n, size_t cap)
 	free(out);
 }
 
+/* If-None-Match: the input as the header's value.  It matches exactly when a
+ * reference scan finds "*" or the tag quoted (W/ allowed) before anything
+ * that is not an entity-tag; adding that tag at the front always matches. */
+static void check_inm(const char *v, size_t n)
+{
+	const uint64_t tag = 0x0123456789abcdefu;
+	static const char want[] = "\"0123456789abcdef\"";
+	struct http_request rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.hname[0] = (struct http_span){"If-None-Match", 13};
+	rq.hvalue[0] = (struct http_span){v, n};
+	rq.nheaders = 1;
+	int got = imds_inm_match(&rq, tag), ref = 0;
+	for (size_t i = 0; i < n && !ref;) {
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		if (i == n)
+			break;
+		if (v[i] == '*') {
+			ref = 1;
+			break;
+		}
+		if (n - i >= 2 && v[i] == 'W' && v[i + 1] == '/')
+			i += 2;
+		if (i == n || v[i] != '"')
+			break;
+		const char *e = memchr(v + i + 1, '"', n - i - 1);
+		if (!e)
+			break;
+		size_t len = (size_t)(e - (v + i)) + 1;
+		ref = len == 18 && memcmp(v + i, want, 18) == 0;
+		i += len;
+	}
+	CHECK(got == ref);
+	char *pre = malloc(n + 20);
+	CHECK(pre);
+	memcpy(pre, want, 18);
+	pre[18] = ',';
+	memcpy(pre + 19, v, n);
+	rq.hvalue[0] = (struct http_span){pre, n + 19};
+	CHECK(imds_inm_match(&rq, tag) == 1);
+	free(pre);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2)
@@ -183,6 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r > 0)
 		check_audience(out, (size_t)r, acap);
 	check_audience(q, qn, acap);
+	check_inm(q, qn);
 
 	free(q);
 	free(out);

@@ -12,6 +12,7 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/../lib/server.sh"
 # shellcheck source=../lib/http_lib.sh
 source "$(dirname "$0")/../lib/http_lib.sh"
+WANT_ETAG=1 # the sidecar: its 200 data answers carry an ETag
 
 TOK=$TEST_TMP/tokens
 mkdir -p "$TOK"
@@ -350,6 +351,35 @@ want "HTTP/1.1 404 Not Found" "$J" "=$UNKNOWN" "Cache-Control: no-store"
 curl_is "no token folder: an audience is unknown (404)" "${NS[@]}" "$U/v1/token?audience=sts"
 server_stop
 expect_eq "exits 0 on SIGTERM" 0 "$SRV_STATUS"
+
+# ---------------------------------------------------------------------------
+echo "# ETags: a validator on every data answer, 304 when the client has the bytes"
+EU=$TEST_TMP/etag-ud
+printf '#cloud-config\nhostname: etag-one\n' >"$EU"
+serve IMDS_USER_DATA_FILE="$EU" || exit 1
+U=$SRV_URL
+tag=$(curl -s -D - -o /dev/null "$U/v1/user-data" | sed -n 's/^ETag: \(.*\)\r$/\1/p')
+expect_eq "user-data's ETag is the digest of its bytes" "$(etag_of "$EU")" "$tag"
+rm -f "$TEST_TMP/etag.out"
+got=$(curl -s -D - -o "$TEST_TMP/etag.out" -H "If-None-Match: $tag" "$U/v1/user-data" | tr -d '\r' |
+	grep -v '^Date: ' | tr '\n' '|')
+expect_eq "If-None-Match with it: 304, the ETag, no length, no body" \
+	"HTTP/1.1 304 Not Modified|ETag: $tag||no body" "$got$([[ -s $TEST_TMP/etag.out ]] && echo body || echo no body)"
+expect_eq "W/ and a list match too (weak comparison)" 304 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: \"0\", W/$tag" "$U/v1/user-data")"
+expect_eq "HEAD with it: 304" 304 \
+	"$(curl -s -I -o /dev/null -w '%{http_code}' -H "If-None-Match: $tag" "$U/v1/user-data")"
+printf '#cloud-config\nhostname: etag-two\n' >"$EU.new" && mv "$EU.new" "$EU"
+expect_eq "the file changed: the old tag gets the new bytes, 200" "200 #cloud-config" \
+	"$(curl -s -w '%{http_code} ' -o "$TEST_TMP/etag.out" -H "If-None-Match: $tag" "$U/v1/user-data")$(head -n1 "$TEST_TMP/etag.out")"
+expect_eq "the keep-alive connection goes on after a 304" "304 200" \
+	"$(curl -s -o /dev/null -w '%{http_code} ' -H "If-None-Match: $(etag_of "$EU")" "$U/v1/user-data" \
+		--next -s -o /dev/null -w '%{http_code}' "$U/v1/meta-data")"
+tag=$(curl -s -D - -o /dev/null "${NS[@]}" "$U/v1/identity" | sed -n 's/^ETag: \(.*\)\r$/\1/p')
+expect_eq "identity: 304 on its tag, still no-store" "304 no-store" \
+	"$(curl -s -D - -o /dev/null "${NS[@]}" -H "If-None-Match: $tag" "$U/v1/identity" |
+		sed -n 's/^HTTP\/1.1 \([0-9]*\).*/\1/p; s/^Cache-Control: \(.*\)\r$/\1/p' | tr '\n' ' ' | sed 's/ $//')"
+server_stop
 
 # ---------------------------------------------------------------------------
 echo "# the OpenStack password: stored once, atomically, kept across a restart"

@@ -11,6 +11,7 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/../lib/server.sh"
 # shellcheck source=../lib/http_lib.sh
 source "$(dirname "$0")/../lib/http_lib.sh"
+WANT_ETAG=1 # the sidecar: its 200 data answers carry an ETag
 
 MD=$'=instance-id: default-testvm\nlocal-hostname: testvm\n'
 BASE_ENV=(PATH="$PATH" IMDS_NAMESPACE=default IMDS_VM_NAME=testvm

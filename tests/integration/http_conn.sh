@@ -13,6 +13,7 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/../lib/server.sh"
 # shellcheck source=../lib/http_lib.sh
 source "$(dirname "$0")/../lib/http_lib.sh"
+WANT_ETAG=1 # the sidecar: its 200 data answers carry an ETag
 
 J='application/json'
 MD=$'=instance-id: default-testvm\nlocal-hostname: testvm\n'

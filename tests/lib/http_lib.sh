@@ -8,7 +8,9 @@
 #   want STATUS_LINE CTYPE BODY [HEADER...]
 #       the exact response the server must send: status line, Date,
 #       Content-Type (none when CTYPE is -), Content-Length of BODY, then the
-#       HEADER lines in order (e.g. "Connection: close", "Allow: GET, HEAD").
+#       HEADER lines in order (e.g. "Connection: close", "Allow: GET, HEAD"),
+#       and with WANT_ETAG=1 the ETag of BODY last on a 200 that is not
+#       text/plain (NOETAG among the headers: none).
 #       BODY is =TEXT for literal bytes (use $'..' for \n) or a file.
 #   want_head ...  the same, as the answer to HEAD: the GET head, no body
 #   want_to FILE   appends the last want's bytes to FILE (pipelined answers)
@@ -45,9 +47,32 @@ bytes() {
 	BYTES=${#1}
 }
 
+# etag_of FILE: the sidecar's ETag of those bytes (src/core/blob.c blob_hash)
+etag_of() {
+	"$PY" -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+M = (1 << 64) - 1
+h = 0xcbf29ce484222325
+for b in d:
+    h = ((h ^ b) * 0x100000001b3) & M
+h ^= (len(d) * 0x9e3779b97f4a7c15) & M
+h ^= h >> 30; h = (h * 0xbf58476d1ce4e5b9) & M
+h ^= h >> 27; h = (h * 0x94d049bb133111eb) & M
+h ^= h >> 31
+print("\"%016x\"" % (h or 1))' "$1"
+}
+
 _want() { # head_only STATUS CTYPE BODY HEADER...
-	local head_only=$1 status=$2 ctype=$3 body=$4 len h
+	local head_only=$1 status=$2 ctype=$3 body=$4 len h etag=0
 	shift 4
+	# The sidecar's 200 data answers end with an ETag of their body: with
+	# WANT_ETAG=1 a 200 that is not text/plain (healthz, the OpenStack
+	# lists, the password) gets it, unless NOETAG is among the headers.
+	if [[ ${WANT_ETAG:-0} == 1 && $status == "HTTP/1.1 200 OK" && $ctype != text/plain ]]; then
+		etag=1
+		for h in "$@"; do [[ $h == NOETAG ]] && etag=0; done
+	fi
 	W_BODY='' W_BFILE=''
 	if [[ "$body" == =* ]]; then
 		W_BODY=${body#=}
@@ -60,7 +85,15 @@ _want() { # head_only STATUS CTYPE BODY HEADER...
 	W_HEAD="$status$CR"$'\n'"Date: X$CR"$'\n'
 	[[ "$ctype" == - ]] || W_HEAD+="Content-Type: $ctype$CR"$'\n'
 	W_HEAD+="Content-Length: $len$CR"$'\n'
-	for h in "$@"; do W_HEAD+="$h$CR"$'\n'; done
+	for h in "$@"; do [[ $h == NOETAG ]] || W_HEAD+="$h$CR"$'\n'; done
+	if ((etag)); then
+		local bf=$W_BFILE
+		if [[ -z $bf ]]; then
+			bf=$TEST_TMP/etag.body # not tmpf: the caller may hold $F
+			printf '%s' "$W_BODY" >"$bf"
+		fi
+		W_HEAD+="ETag: $(etag_of "$bf")$CR"$'\n'
+	fi
 	W_HEAD+="$CR"$'\n'
 	if ((head_only)); then
 		W_BODY='' W_BFILE=''
