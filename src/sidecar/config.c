@@ -106,6 +106,12 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 			 c->token_path);
 		return -EINVAL;
 	}
+	const char *sess = env("IMDS_SESSION");
+	if (sess && strcmp(sess, "optional") != 0 && strcmp(sess, "required") != 0) {
+		snprintf(err, errlen, "IMDS_SESSION: want optional or required, got '%.40s'", sess);
+		return -EINVAL;
+	}
+	c->session_required = sess && strcmp(sess, "required") == 0;
 	if (c->state_dir && c->state_dir[0] != '/') {
 		snprintf(err, errlen, "IMDS_STATE_DIR: must be an absolute path, got '%.100s'",
 			 c->state_dir);

@@ -32,6 +32,7 @@ struct imds_config {
 	const char *state_dir;           /* survives restarts (emptyDir): the password */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
+	int session_required;            /* IMDS_SESSION=required */
 	struct http_limits limits;
 };
 

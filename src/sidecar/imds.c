@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ struct imds_app {
 	struct blob *custom_seen; /* the custom bytes meta_data was built from (a reference) */
 	char iid[600];
 	struct blob *password;    /* posted by the guest; NULL: none yet */
+	struct session *sessions; /* IMDS_SESSIONS_MAX; expires_us 0: free */
 	char pw_path[4096];       /* IMDS_STATE_DIR/password; "" without a state dir */
 	char token_dir[4096];
 	char *tok;                /* TOKEN_MAX + 1 */
@@ -722,6 +724,97 @@ static void do_password(struct imds_app *a, const struct http_request *req,
 	http_res_text(res, 200, "text/plain", "", 0);
 }
 
+/* ---- sessions: PUT /v1/session, X-Metadata-Token ------------------------------- */
+
+struct session {
+	char tok[IMDS_SESSION_TOKEN_LEN + 1];
+	uint64_t created_us, expires_us;
+};
+
+/* The one value of a header, or NULL when absent; *many when repeated. */
+static const struct http_span *one_header(const struct http_request *req, const char *name,
+					  int *many)
+{
+	unsigned count = 0;
+	const struct http_span *v = http_req_header(req, name, &count);
+	*many = count > 1;
+	return v;
+}
+
+static void do_session(struct imds_app *a, const struct http_request *req,
+		       struct http_response *res)
+{
+	http_res_header(res, "Cache-Control", "no-store");
+	if (forwarded(req)) {
+		/* A proxy cannot mint a session for whoever it relays (SSRF). */
+		http_res_error(res, 403, "forbidden", "proxied requests cannot open a session");
+		return;
+	}
+	int many;
+	const struct http_span *h = one_header(req, "x-metadata-token-ttl-seconds", &many);
+	char num[16];
+	unsigned ttl = 0;
+	if (!h || many || h->n == 0 || h->n >= sizeof(num) ||
+	    (memcpy(num, h->p, h->n), num[h->n] = '\0',
+	     config_parse_uint(num, 1, IMDS_SESSION_TTL_MAX, &ttl) < 0)) {
+		http_res_error(res, 400, "bad_ttl",
+			       "X-Metadata-Token-TTL-Seconds: want one whole number of seconds, 1..21600");
+		return;
+	}
+	unsigned char rnd[32];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		http_res_error(res, 500, "internal", "no randomness for a session token");
+		return;
+	}
+	/* A free (or expired) slot, else the oldest session goes. */
+	struct session *slot = &a->sessions[0];
+	for (unsigned i = 0; i < IMDS_SESSIONS_MAX; i++) {
+		struct session *s = &a->sessions[i];
+		if (s->expires_us <= req->start_us) {
+			slot = s;
+			break;
+		}
+		if (s->created_us < slot->created_us)
+			slot = s;
+	}
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t o = 0;
+	for (size_t i = 0; i < sizeof(rnd); i += 3) {
+		uint32_t v = (uint32_t)rnd[i] << 16 | (i + 1 < sizeof(rnd) ? (uint32_t)rnd[i + 1] << 8 : 0) |
+			     (i + 2 < sizeof(rnd) ? rnd[i + 2] : 0);
+		size_t chars = sizeof(rnd) - i >= 3 ? 4 : sizeof(rnd) - i + 1;
+		for (size_t k = 0; k < chars; k++)
+			slot->tok[o++] = b64[v >> (18 - 6 * k) & 63];
+	}
+	slot->tok[o] = '\0';
+	slot->created_us = req->start_us;
+	slot->expires_us = req->start_us + (uint64_t)ttl * 1000000u;
+	http_res_header(res, "X-Metadata-Token-TTL-Seconds", num);
+	http_res_text(res, 200, "text/plain", slot->tok, o);
+}
+
+/* X-Metadata-Token: 1 valid and unexpired, 0 absent, -1 present but not valid. */
+static int session_check(struct imds_app *a, const struct http_request *req)
+{
+	int many;
+	const struct http_span *t = one_header(req, "x-metadata-token", &many);
+	if (!t)
+		return 0;
+	if (many || t->n != IMDS_SESSION_TOKEN_LEN)
+		return -1;
+	for (unsigned i = 0; i < IMDS_SESSIONS_MAX; i++) {
+		const struct session *s = &a->sessions[i];
+		if (s->expires_us <= req->start_us)
+			continue;
+		unsigned char diff = 0; /* the whole compare, whatever matches */
+		for (size_t k = 0; k < IMDS_SESSION_TOKEN_LEN; k++)
+			diff |= (unsigned char)(s->tok[k] ^ t->p[k]);
+		if (!diff)
+			return 1;
+	}
+	return -1;
+}
+
 /* The one request that carries a body: a posted password. */
 static size_t body_limit(const struct http_request *head, void *app)
 {
@@ -734,7 +827,13 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	struct imds_app *a = app;
 	struct http_span p = req->path;
 	int pw = os_password_path(p);
-	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD &&
+	int sess = http_span_eq(p, "/v1/session");
+	if (sess && req->method != HTTP_M_PUT) {
+		http_res_error(res, 405, "method_not_allowed", "a session is opened with PUT");
+		http_res_header(res, "Allow", "PUT");
+		return;
+	}
+	if (!sess && req->method != HTTP_M_GET && req->method != HTTP_M_HEAD &&
 	    !(pw && req->method == HTTP_M_POST)) {
 		http_res_error(res, 405, "method_not_allowed",
 			       pw ? "only GET, HEAD and POST are supported"
@@ -745,6 +844,22 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	if (!rate_take(&a->rate, req->start_us)) {
 		http_res_error(res, 429, "rate_limited", "too many requests");
 		http_res_header(res, "Retry-After", "1");
+		return;
+	}
+	if (sess) {
+		do_session(a, req, res);
+		return;
+	}
+	/* A session token that is presented must be good, whatever the path. */
+	int st = session_check(a, req);
+	if (st < 0) {
+		http_res_error(res, 401, "invalid_token", "X-Metadata-Token is not a valid session");
+		return;
+	}
+	if (st == 0 && a->cfg->session_required &&
+	    (http_span_eq(p, "/v1/token") || http_span_eq(p, "/v1/identity"))) {
+		http_res_error(res, 401, "session_required",
+			       "PUT /v1/session first, then send X-Metadata-Token");
 		return;
 	}
 	if (pw) {
@@ -800,7 +915,8 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	a->body_cap = TOKEN_MAX * 6 / 5 + 256;
 	a->tok = malloc(TOKEN_MAX + 1);
 	a->body = malloc(a->body_cap);
-	if (!a->tok || !a->body || build_identity(a) < 0) {
+	a->sessions = calloc(IMDS_SESSIONS_MAX, sizeof(*a->sessions));
+	if (!a->tok || !a->body || !a->sessions || build_identity(a) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -857,6 +973,7 @@ void imds_app_free(struct imds_app *a)
 	blob_unref(a->user_inline);
 	free(a->tok);
 	free(a->body);
+	free(a->sessions);
 	free(a);
 }
 

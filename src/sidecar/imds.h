@@ -15,6 +15,11 @@ struct imds_app;
  * is close: four 255-byte chunks); more gets 400. */
 #define IMDS_PASSWORD_MAX 1024
 
+/* Sessions (PUT /v1/session): tokens kept in memory, the oldest evicted. */
+#define IMDS_SESSIONS_MAX 256
+#define IMDS_SESSION_TTL_MAX 21600
+#define IMDS_SESSION_TOKEN_LEN 43 /* 32 random bytes, base64url */
+
 /* Loads the data files and precomputes the fixed answers.  NULL with a
  * message naming the setting in err (exit 2). */
 struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, char *err,

@@ -30,6 +30,7 @@
 #define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
 #define ANN_META_DATA ANN "meta-data"
 #define ANN_HOP_LIMIT ANN "hop-limit"
+#define ANN_SESSION ANN "session"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
@@ -532,6 +533,7 @@ struct pod {
 	struct str secret, configmap, instance_id, bridge, vm_name, ssh_secret;
 	int meta_data;       /* imds.kubevirt.io/meta-data is set (and valid) */
 	struct str hop_limit; /* 1..64, as written */
+	struct str session;   /* optional or required */
 	int add_vendor_data; /* the cluster-wide vendor-data goes in an annotation */
 	int guaranteed;
 	int pod_resources; /* spec.resources: pod-level resources own the budget */
@@ -720,6 +722,10 @@ static void pod_settings(struct adm *a, struct pod *p, uint32_t labels)
 			fail(a, A_DENY, "%s: want an IP TTL in 1..64, got %s", ANN_HOP_LIMIT,
 			     shown(p->hop_limit, q, sizeof(q)));
 	}
+	p->session = ann(a, p->anns, ANN_SESSION);
+	if (p->session.p && !str_is(p->session, "optional") && !str_is(p->session, "required"))
+		fail(a, A_DENY, "%s: want optional or required, got %s", ANN_SESSION,
+		     shown(p->session, q, sizeof(q)));
 	p->ssh_secret = ann(a, p->anns, ANN_SSH_KEYS_SECRET);
 	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
 
@@ -885,6 +891,8 @@ static struct json_object *sidecar(struct adm *a, struct pod *p)
 		env = jpush(env, env_value("IMDS_BRIDGE_NAME", jstrn(p->bridge)));
 	if (p->hop_limit.p)
 		env = jpush(env, env_value("IMDS_HOP_LIMIT", jstrn(p->hop_limit)));
+	if (p->session.p)
+		env = jpush(env, env_value("IMDS_SESSION", jstrn(p->session)));
 	if (p->ssh_secret.p)
 		env = jpush(env, env_value("IMDS_SSH_KEYS_DIR", jstr(SSH_KEYS_DIR)));
 	if (p->meta_data)

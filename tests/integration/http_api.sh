@@ -382,6 +382,29 @@ expect_eq "identity: 304 on its tag, still no-store" "304 no-store" \
 server_stop
 
 # ---------------------------------------------------------------------------
+echo "# sessions: PUT /v1/session, X-Metadata-Token (IMDS_SESSION=required)"
+serve IMDS_SESSION=required || exit 1
+U=$SRV_URL
+expect_eq "required: /v1/token without a session is 401" 401 \
+	"$(curl -s -o /dev/null -w '%{http_code}' "${NS[@]}" "$U/v1/token")"
+expect_eq "required: cloud-init's meta-data stays open" 200 \
+	"$(curl -s -o /dev/null -w '%{http_code}' "$U/v1/meta-data")"
+ST=$(curl -s -X PUT -H 'X-Metadata-Token-TTL-Seconds: 2' "$U/v1/session")
+if [[ $ST =~ ^[A-Za-z0-9_-]{43}$ ]]; then ok "PUT /v1/session: a 43-character token"; else not_ok "PUT /v1/session: a 43-character token" "$ST"; fi
+# (no token file in this server: past the session check /v1/token says 503)
+expect_eq "the token opens /v1/identity and /v1/token" "200 503" \
+	"$(curl -s -o /dev/null -w '%{http_code} ' "${NS[@]}" -H "X-Metadata-Token: $ST" "$U/v1/identity" \
+		--next -s -o /dev/null -w '%{http_code}' "${NS[@]}" -H "X-Metadata-Token: $ST" "$U/v1/token")"
+expect_eq "a PUT relayed by a proxy mints nothing (403)" 403 \
+	"$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'X-Metadata-Token-TTL-Seconds: 60' \
+		-H 'X-Forwarded-For: 10.1.2.3' "$U/v1/session")"
+expect_eq "no TTL: 400" 400 "$(curl -s -o /dev/null -w '%{http_code}' -X PUT "$U/v1/session")"
+sleep 2.2
+expect_eq "after its TTL the token is refused (401)" 401 \
+	"$(curl -s -o /dev/null -w '%{http_code}' "${NS[@]}" -H "X-Metadata-Token: $ST" "$U/v1/token")"
+server_stop
+
+# ---------------------------------------------------------------------------
 echo "# the OpenStack password: stored once, atomically, kept across a restart"
 ST=$TEST_TMP/state
 mkdir -p "$ST"

@@ -248,7 +248,7 @@ def check_pod(args, orig, new):
     else:
         want_env["IMDS_USER_DATA_FILE"] = PODINFO + "/user-data"
     for k, n in ((ANN + "instance-id", "IMDS_INSTANCE_ID"), (ANN + "bridge-name", "IMDS_BRIDGE_NAME"),
-                 (ANN + "hop-limit", "IMDS_HOP_LIMIT")):
+                 (ANN + "hop-limit", "IMDS_HOP_LIMIT"), (ANN + "session", "IMDS_SESSION")):
         if k in anns:
             want_env[n] = anns[k]
     eq("env", want_env, env)

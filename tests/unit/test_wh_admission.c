@@ -1002,6 +1002,9 @@ static void test_pod_denials(void **state)
 		{"imds.kubevirt.io/instance-id", "i-1\x01", "imds.kubevirt.io/instance-id"},
 		{"imds.kubevirt.io/instance-id", long_id, "imds.kubevirt.io/instance-id"},
 		{"kubevirt.io/domain", "", "kubevirt.io/domain"},
+		{"imds.kubevirt.io/session", "", "imds.kubevirt.io/session"},
+		{"imds.kubevirt.io/session", "Required", "imds.kubevirt.io/session"},
+		{"imds.kubevirt.io/session", "on", "imds.kubevirt.io/session"},
 		{"imds.kubevirt.io/hop-limit", "", "imds.kubevirt.io/hop-limit"},
 		{"imds.kubevirt.io/hop-limit", "0", "imds.kubevirt.io/hop-limit"},
 		{"imds.kubevirt.io/hop-limit", "65", "imds.kubevirt.io/hop-limit"},
@@ -1058,6 +1061,8 @@ static void test_pod_denials(void **state)
 		{"imds.kubevirt.io/ssh-keys-secret", "vm-keys"},
 		{"imds.kubevirt.io/hop-limit", "1"},
 		{"imds.kubevirt.io/hop-limit", "64"},
+		{"imds.kubevirt.io/session", "optional"},
+		{"imds.kubevirt.io/session", "required"},
 		{"imds.kubevirt.io/meta-data", "{}"},
 		{"imds.kubevirt.io/meta-data", " {\"role\": \"db\", \"Hostname-2\": \"\\u2603\"} "},
 	};
