@@ -20,7 +20,7 @@
 /* Timeout lists.  Every connection is on exactly one; since all entries of a
  * list share one duration, appending keeps each list sorted by deadline and
  * the earliest deadline is always a list head: O(1) timeouts, no heap. */
-enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_COUNT };
+enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_PARKED, L_COUNT };
 
 /* Lingering close, as nginx's lingering_close: after an error answer the
  * client may still be sending (a body over the cap, the rest of a bad
@@ -50,6 +50,9 @@ struct conn {
 	int linger;             /* ... and drain input first (after an error answer) */
 	int lingering;          /* answered; reading and dropping input until EOF */
 	size_t lingered;        /* bytes dropped so far */
+	int parked;             /* its request waits (res->park), held in `in` */
+	int park_expired;       /* ... and its wait is over */
+	uint64_t park_deadline; /* ms */
 	char *in;               /* held input: partial or pipelined requests */
 	size_t in_len, in_cap;
 	char *out;              /* unsent response bytes */
@@ -94,6 +97,7 @@ struct http_server {
 	int fd_starved;         /* an EMFILE episode is going on (logged once) */
 	struct clist lists[L_COUNT];
 	unsigned nconns;
+	unsigned nparked;
 	int timer_fd;
 	uint64_t timer_at;
 	int draining;
@@ -249,6 +253,8 @@ static void accept_resume(struct http_server *s);
 static void conn_free(struct http_server *s, struct conn *c)
 {
 	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
+	if (c->parked)
+		s->nparked--;
 	if (c->tr && s->tr)
 		s->tr->close(c->tr); /* may still write a TLS close_notify */
 	close(c->fd);
@@ -578,6 +584,8 @@ static void response_reset(struct http_response *res)
 	res->body_len = 0;
 	res->blob = NULL;
 	res->close = 0;
+	res->park = 0;
+	res->park_ms = 0;
 }
 
 /* An error the core itself answers (parse error, limit, timeout).  The
@@ -747,6 +755,8 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 		int keep = llhttp_should_keep_alive(&s->parser) && !s->draining;
 		struct http_response *res = &s->res;
 		response_reset(res);
+		r->parked = c->parked;
+		r->park_expired = c->park_expired;
 		int bad = request_check(r, &code);
 		if (bad) {
 			http_res_error(res, bad, code, http_reason(bad));
@@ -755,6 +765,23 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 			s->handler(r, res, s->ud);
 			if (res->close)
 				keep = 0;
+		}
+		if (res->park && !bad && !s->draining) {
+			/* Not consumed: the bytes stay held and are parsed again. */
+			blob_unref(res->blob);
+			res->blob = NULL;
+			if (!c->parked) {
+				c->parked = 1;
+				c->park_deadline = loop_now_ms(s->loop) + res->park_ms;
+				s->nparked++;
+			}
+			c->park_expired = 0;
+			break;
+		}
+		if (c->parked) {
+			c->parked = 0;
+			c->park_expired = 0;
+			s->nparked--;
 		}
 		off += used;
 		c->started = 0;
@@ -869,6 +896,12 @@ static int settle(struct http_server *s, struct conn *c)
 			conn_free(s, c);
 			return 0;
 		}
+	}
+	if (c->parked) {
+		/* Readable still: more bytes run it again, EOF frees it. */
+		if (c->list != L_PARKED)
+			conn_move(s, c, L_PARKED, c->park_deadline);
+		return 1;
 	}
 	if (c->in_len) {
 		/* A partial request: the head timeout runs from its first byte and
@@ -1134,6 +1167,37 @@ static void on_accept(struct loop *l, int lfd, void *data, int mask)
 	}
 }
 
+/* Runs a waiting request again.  1 while c lives, 0 once freed. */
+static int unpark(struct http_server *s, struct conn *c)
+{
+	ssize_t used = process(s, c, c->in, c->in_len);
+	if (used < 0) {
+		conn_free(s, c);
+		return 0;
+	}
+	if (!c->close_after && hold(c, c->in + used, c->in_len - (size_t)used,
+				    in_cap_limit(s) + s->scratch_cap) < 0) {
+		conn_free(s, c);
+		return 0;
+	}
+	if (c->close_after)
+		hold(c, NULL, 0, 0);
+	return settle(s, c);
+}
+
+void http_server_wake(struct http_server *s)
+{
+	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
+		nx = c->next;
+		unpark(s, c);
+	}
+}
+
+unsigned http_server_parked(const struct http_server *s)
+{
+	return s->nparked;
+}
+
 static void on_timer(struct loop *l, int fd, void *data, int mask)
 {
 	(void)mask;
@@ -1149,8 +1213,20 @@ static void on_timer(struct loop *l, int fd, void *data, int mask)
 		else
 			next = s->accept_paused_until;
 	}
+	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
+		nx = c->next;
+		if (c->deadline <= now) {
+			c->park_expired = 1;
+			if (unpark(s, c) && c->parked)
+				conn_free(s, c); /* the handler must answer once expired */
+		} else if (!next || c->deadline < next) {
+			next = c->deadline;
+		}
+	}
 	for (int i = 0; i < L_COUNT; i++) {
 		struct clist *cl = &s->lists[i];
+		if (i == L_PARKED)
+			continue;
 		/* conn_free unlinks c from the list it is on (c->list): this one,
 		 * or the one respond_error moved it to; either way it leaves cl's
 		 * head, which the analyzer cannot tie together. */
@@ -1282,6 +1358,13 @@ void http_server_drain(struct http_server *s, void (*done)(void *), void *ud)
 	 * in flight: close them now.  The rest finish their request. */
 	while (s->lists[L_IDLE].head) /* conn_free unlinks it (see on_timer) */
 		conn_free(s, s->lists[L_IDLE].head); // NOLINT(clang-analyzer-unix.Malloc)
+	/* Waiting requests are answered now, with what there is. */
+	for (struct conn *w = s->lists[L_PARKED].head, *nx; w; w = nx) {
+		nx = w->next;
+		w->park_expired = 1;
+		if (unpark(s, w) && w->parked)
+			conn_free(s, w);
+	}
 	struct conn *c = s->lists[L_READING].head;
 	while (c) {
 		struct conn *next = c->next;

@@ -69,6 +69,8 @@ struct http_request {
 	struct http_span hvalue[HTTP_MAX_HEADERS];
 	const struct sockaddr_storage *peer;
 	uint64_t start_us;
+	int parked;      /* this request waited (res->park) and is run again */
+	int park_expired; /* ... because its wait is over: answer now */
 };
 
 /* The handler fills this.  Header lines and small bodies are copied into
@@ -82,6 +84,12 @@ struct http_response {
 	size_t body_len;
 	struct blob *blob;          /* or: a reference the core takes over */
 	int close;                  /* close the connection after this one */
+	/* Wait instead of answering: the core keeps the request (one connection,
+	 * its bytes, nothing else) and runs the handler on it again at each
+	 * http_server_wake() and once park_ms after the first park, with
+	 * req->park_expired set; whatever else the handler filled is dropped. */
+	int park;
+	unsigned park_ms;
 };
 
 /* Case-insensitive lookup; returns NULL when absent.  With several
@@ -149,6 +157,11 @@ void http_server_close_listener(struct http_server *s, int fd);
 void http_server_drain(struct http_server *s, void (*done)(void *), void *ud);
 
 unsigned http_server_conn_count(const struct http_server *s);
+/* Requests waiting (res->park) now. */
+unsigned http_server_parked(const struct http_server *s);
+/* Runs the handler again on every waiting request (something they may wait
+ * for changed). */
+void http_server_wake(struct http_server *s);
 
 /* Parses "HOST:PORT", "[V6]:PORT" or ":PORT" and returns a bound, listening,
  * non-blocking socket, or -errno with a reason in err. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,8 @@ struct imds_app {
 	char iid[600];
 	struct blob *password;    /* posted by the guest; NULL: none yet */
 	struct session *sessions; /* IMDS_SESSIONS_MAX; expires_us 0: free */
+	struct loop *loop;
+	int ino_fd;               /* inotify on the data files' folders; -1: none */
 	char pw_path[4096];       /* IMDS_STATE_DIR/password; "" without a state dir */
 	char token_dir[4096];
 	char *tok;                /* TOKEN_MAX + 1 */
@@ -317,10 +320,14 @@ int imds_inm_match(const struct http_request *req, uint64_t tag)
 	return 0;
 }
 
+/* The tag of the data answer being built (0: none): what a wait compares. */
+static uint64_t answer_tag;
+
 /* A 200 with a validator, or 304 when the client has these bytes already. */
 static void tagged(const struct http_request *req, struct http_response *res, uint64_t tag)
 {
 	char t[19];
+	answer_tag = tag;
 	tag_text(tag, t);
 	http_res_header(res, "ETag", t);
 	if (res->status == 200 && imds_inm_match(req, tag)) {
@@ -815,6 +822,132 @@ static int session_check(struct imds_app *a, const struct http_request *req)
 	return -1;
 }
 
+/* ---- wait for change: ?wait_for_change=true&last_etag=<hex>&timeout_sec=<s> ------ */
+
+struct wait {
+	int on;
+	uint64_t last; /* last_etag */
+	unsigned timeout_sec;
+};
+
+/* Reads the wait parameters.  0, or -1 with a 400 in res. */
+static int wait_params(const struct http_request *req, struct wait *w, struct http_response *res)
+{
+	char v[64];
+	const char *q = req->query.p;
+	size_t qn = req->query.n;
+	memset(w, 0, sizeof(*w));
+	int n = imds_query_param(q, qn, "wait_for_change", v, sizeof(v));
+	if (n == -ENOENT || (n >= 0 && strcmp(v, "false") == 0))
+		return 0;
+	if (n < 0 || strcmp(v, "true") != 0) {
+		http_res_error(res, 400, "bad_wait_for_change", "wait_for_change: want true or false");
+		return -1;
+	}
+	w->on = 1;
+	n = imds_query_param(q, qn, "last_etag", v, sizeof(v));
+	const char *h = v;
+	if (n == 18 && v[0] == '"' && v[17] == '"') { /* the ETag as sent, quotes and all */
+		v[17] = '\0';
+		h = v + 1;
+		n = 16;
+	}
+	int ok = n == 16;
+	for (int i = 0; ok && i < 16; i++) {
+		int d = sbuf_hexval(h[i]);
+		ok = d >= 0 && !(h[i] >= 'A' && h[i] <= 'F'); /* as we write it: lower case */
+		w->last = w->last << 4 | (uint64_t)(d < 0 ? 0 : d);
+	}
+	if (!ok) {
+		http_res_error(res, 400, "bad_last_etag",
+			       "last_etag: want the ETag of the last answer, 16 hex digits");
+		return -1;
+	}
+	w->timeout_sec = 60;
+	n = imds_query_param(q, qn, "timeout_sec", v, sizeof(v));
+	if (n != -ENOENT &&
+	    (n < 0 || config_parse_uint(v, 1, IMDS_WAIT_MAX_SEC, &w->timeout_sec) < 0)) {
+		http_res_error(res, 400, "bad_timeout", "timeout_sec: want whole seconds, 1..3600");
+		return -1;
+	}
+	return 0;
+}
+
+/* The answer is built: send it if it differs from last_etag (or the wait is
+ * over), else wait for a change of the data files, up to timeout_sec. */
+static void wait_or_answer(struct imds_app *a, const struct http_request *req,
+			   struct http_response *res, const struct wait *w)
+{
+	if (answer_tag != w->last || req->park_expired)
+		return;
+	if (!req->parked && a->http && http_server_parked(a->http) >= IMDS_WAITERS_MAX) {
+		blob_unref(res->blob);
+		res->blob = NULL;
+		res->extra_len = 0;
+		res->extra[0] = '\0';
+		http_res_error(res, 503, "too_many_waiters", "too many requests wait for a change");
+		http_res_header(res, "Retry-After", "1");
+		return;
+	}
+	res->park = 1;
+	res->park_ms = w->timeout_sec * 1000u;
+}
+
+static void on_change(struct loop *l, int fd, void *data, int mask)
+{
+	struct imds_app *a = data;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	(void)l;
+	(void)mask;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		; /* which file does not matter: every waiter looks again */
+	if (a->http)
+		http_server_wake(a->http);
+}
+
+/* One watch per folder holding a data file (kubelet swaps ..data there). */
+static void watch_folder(struct imds_app *a, const char *file, int is_dir)
+{
+	char dir[4096];
+	if (!file || snprintf(dir, sizeof(dir), "%s", file) >= (int)sizeof(dir))
+		return;
+	char *slash = strrchr(dir, '/');
+	if (!is_dir) {
+		if (!slash)
+			return;
+		*slash = '\0';
+		if (!dir[0])
+			return;
+	}
+	uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
+			IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+	/* A folder that is not there holds nothing to wait for (no token
+	 * volume in `serve` tests, say): only other failures are worth a line. */
+	if (inotify_add_watch(a->ino_fd, dir, mask) < 0 && errno != ENOENT)
+		log_error("wait: cannot watch %s (%s): waiters there see changes at their timeout",
+			  dir, strerror(errno));
+}
+
+static void watch_start(struct imds_app *a)
+{
+	const struct imds_config *c = a->cfg;
+	a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (a->ino_fd < 0 || loop_add(a->loop, a->ino_fd, LOOP_READABLE, on_change, a) < 0) {
+		log_error("wait: no inotify (%s): waiters see changes at their timeout", strerror(errno));
+		if (a->ino_fd >= 0)
+			close(a->ino_fd);
+		a->ino_fd = -1;
+		return;
+	}
+	for (unsigned i = 0; i < a->user.ncand; i++)
+		watch_folder(a, a->user.cand[i], 0);
+	watch_folder(a, c->vendor_data_file, 0);
+	watch_folder(a, c->network_config_file, 0);
+	watch_folder(a, c->meta_data_file, 0);
+	watch_folder(a, c->token_path, 0);
+	watch_folder(a, c->ssh_keys_dir, 1);
+}
+
 /* The one request that carries a body: a posted password. */
 static size_t body_limit(const struct http_request *head, void *app)
 {
@@ -841,7 +974,8 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_header(res, "Allow", pw ? "GET, HEAD, POST" : "GET, HEAD");
 		return;
 	}
-	if (!rate_take(&a->rate, req->start_us)) {
+	/* A waiting request run again is the same request: no second token. */
+	if (!req->parked && !rate_take(&a->rate, req->start_us)) {
 		http_res_error(res, 429, "rate_limited", "too many requests");
 		http_res_header(res, "Retry-After", "1");
 		return;
@@ -862,6 +996,10 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 			       "PUT /v1/session first, then send X-Metadata-Token");
 		return;
 	}
+	struct wait w;
+	if (wait_params(req, &w, res) < 0)
+		return;
+	answer_tag = 0;
 	if (pw) {
 		do_password(a, req, res);
 	} else if (http_span_eq(p, "/v1/meta-data")) {
@@ -887,6 +1025,8 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		/* Windows probes many paths at boot: say no at once. */
 		http_res_error(res, 404, "not_found", "no such path");
 	}
+	if (w.on && answer_tag && (res->status == 200 || res->status == 304))
+		wait_or_answer(a, req, res, &w);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -900,6 +1040,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 		return NULL;
 	}
 	a->cfg = cfg;
+	a->ino_fd = -1;
 	if (cfg->instance_id)
 		snprintf(a->iid, sizeof(a->iid), "%s", cfg->instance_id);
 	else
@@ -948,6 +1089,8 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 			goto fail;
 		}
 		http_server_set_body_limit(a->http, body_limit);
+		a->loop = l;
+		watch_start(a);
 	}
 	return a;
 fail:
@@ -960,6 +1103,10 @@ void imds_app_free(struct imds_app *a)
 	if (!a)
 		return;
 	http_server_free(a->http);
+	if (a->ino_fd >= 0) {
+		loop_del(a->loop, a->ino_fd, LOOP_READABLE);
+		close(a->ino_fd);
+	}
 	dfile_close(&a->user);
 	dfile_close(&a->vendor);
 	dfile_close(&a->netcfg);

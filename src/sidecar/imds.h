@@ -20,6 +20,11 @@ struct imds_app;
 #define IMDS_SESSION_TTL_MAX 21600
 #define IMDS_SESSION_TOKEN_LEN 43 /* 32 random bytes, base64url */
 
+/* ?wait_for_change: at most this many requests wait at once (503 past it),
+ * each at most IMDS_WAIT_MAX_SEC. */
+#define IMDS_WAITERS_MAX 64
+#define IMDS_WAIT_MAX_SEC 3600
+
 /* Loads the data files and precomputes the fixed answers.  NULL with a
  * message naming the setting in err (exit 2). */
 struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, char *err,

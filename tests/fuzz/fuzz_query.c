@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 		}                                                                      \
 	} while (0)
 
-static const char *const keys[] = {"audience", "a", "au", "", "x y"};
+static const char *const keys[] = {"audience", "a", "au", "", "x y", "wait_for_change", "last_etag", "timeout_sec"};
 
 static int hexv(unsigned char c)
 {

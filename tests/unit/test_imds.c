@@ -318,6 +318,8 @@ static struct imds_app *start(struct fx *f)
 
 struct resp {
 	int status;
+	int park;     /* the handler asked to wait */
+	unsigned park_ms;
 	const char *ctype;
 	char extra[512];
 	char *body; /* a NUL-terminated copy */
@@ -365,6 +367,8 @@ static void call(struct imds_app *a, const char *method, const char *target, uin
 	memset(&res, 0, sizeof(res));
 	imds_handle(&rq, &res, a);
 	out->status = res.status;
+	out->park = res.park;
+	out->park_ms = res.park_ms;
 	out->ctype = res.content_type;
 	memcpy(out->extra, res.extra, res.extra_len);
 	out->extra[res.extra_len] = '\0';
@@ -1756,6 +1760,80 @@ static void test_sessions(void **state)
 	assert_non_null(strstr(err, "IMDS_SESSION"));
 }
 
+/* ---- wait for change (issue 12) ------------------------------------------------------------ */
+
+static void test_wait_for_change(void **state)
+{
+	struct fx *f = *state;
+	char ud[512];
+	snprintf(ud, sizeof(ud), "%s", in_dir(f, "user-data"));
+	put_str(ud, "one\n");
+	setenv("IMDS_USER_DATA_FILE", ud, 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	call(a, "GET", "/v1/user-data", 0, NULL, &r);
+	char tag[17];
+	snprintf(tag, sizeof(tag), "%.16s", etag_of(&r) + 1);
+	resp_free(&r);
+	char q[256];
+	/* Same tag: wait, for timeout_sec (default 60). */
+	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=7", tag);
+	call(a, "GET", q, 0, NULL, &r);
+	assert_int_equal(r.park, 1);
+	assert_int_equal(r.park_ms, 7000);
+	resp_free(&r);
+	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%%22%s%%22", tag);
+	call(a, "GET", q, 0, NULL, &r);
+	assert_int_equal(r.park, 1);
+	assert_int_equal(r.park_ms, 60000);
+	resp_free(&r);
+	/* Another tag, or wait_for_change=false: the answer at once. */
+	call(a, "GET", "/v1/user-data?wait_for_change=true&last_etag=0000000000000000", 0, NULL, &r);
+	EXPECT_STATUS("other tag", &r, 200);
+	assert_int_equal(r.park, 0);
+	EXPECT_BODY("other tag", &r, "one\n");
+	resp_free(&r);
+	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=false&last_etag=%s", tag);
+	call(a, "GET", q, 0, NULL, &r);
+	assert_int_equal(r.park, 0);
+	resp_free(&r);
+	/* The data changed meanwhile: answered. */
+	put_str(ud, "two\n");
+	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s", tag);
+	call(a, "GET", q, 0, NULL, &r);
+	assert_int_equal(r.park, 0);
+	EXPECT_BODY("changed", &r, "two\n");
+	resp_free(&r);
+	/* Bad parameters: 400, naming them. */
+	static const struct {
+		const char *q, *code;
+	} bad[] = {
+		{"wait_for_change=yes", "bad_wait_for_change"},
+		{"wait_for_change=%zz", "bad_wait_for_change"},
+		{"wait_for_change=true", "bad_last_etag"},
+		{"wait_for_change=true&last_etag=123", "bad_last_etag"},
+		{"wait_for_change=true&last_etag=0123456789ABCDEF", "bad_last_etag"},
+		{"wait_for_change=true&last_etag=0123456789abcdeg", "bad_last_etag"},
+		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=0", "bad_timeout"},
+		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=3601", "bad_timeout"},
+		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=1.5", "bad_timeout"},
+		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=", "bad_timeout"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(q, sizeof(q), "/v1/user-data?%s", bad[i].q);
+		call(a, "GET", q, 0, NULL, &r);
+		expect_error(bad[i].q, &r, 400, bad[i].code);
+		assert_int_equal(r.park, 0);
+		resp_free(&r);
+	}
+	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=3600", tag);
+	put_str(ud, "one\n");
+	call(a, "GET", q, 0, NULL, &r);
+	assert_int_equal(r.park, 1);
+	assert_int_equal(r.park_ms, 3600000);
+	resp_free(&r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1784,6 +1862,7 @@ int main(void)
 		cmocka_unit_test(test_if_none_match_table),
 		T(test_etags),
 		T(test_sessions),
+		T(test_wait_for_change),
 		T(test_openstack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
