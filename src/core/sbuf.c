@@ -90,3 +90,18 @@ int sbuf_hexval(char c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+int sbuf_b64val(char c, int url)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == (url ? '-' : '+'))
+		return 62;
+	if (c == (url ? '_' : '/'))
+		return 63;
+	return -1;
+}

@@ -27,5 +27,8 @@ void sbuf_json_escape(struct sbuf *b, const char *s, size_t n);
 
 /* The value of one hex digit (either case), or -1. */
 int sbuf_hexval(char c);
+/* The value of one base64 digit, or -1: RFC 4648's standard alphabet (+ /)
+ * or, with url set, its URL-safe one (- _). */
+int sbuf_b64val(char c, int url);
 
 #endif

@@ -4,21 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-static int b64val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
 int jwt_b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *outlen)
 {
 	size_t pad = 0;
@@ -35,7 +20,7 @@ int jwt_b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, 
 	unsigned bits = 0;
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
-		int v = b64val((unsigned char)in[i]);
+		int v = sbuf_b64val(in[i], 1);
 		if (v < 0)
 			return -EINVAL;
 		acc = (acc << 6) | (uint32_t)v;

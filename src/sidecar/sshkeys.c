@@ -10,6 +10,7 @@
 #include "blob.h"
 #include "dfile.h"
 #include "log.h"
+#include "sbuf.h"
 #include "utf8.h"
 
 /* The key types OpenSSH writes in a public key line (ssh-keygen, sshd's
@@ -39,21 +40,6 @@ static const struct {
 	{NULL, 0},
 };
 
-static int b64val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
 /* Decodes padded base64 into out (room for n / 4 * 3).  Its length, or -1. */
 static long b64decode(const char *b, size_t n, unsigned char *out)
 {
@@ -67,7 +53,7 @@ static long b64decode(const char *b, size_t n, unsigned char *out)
 			size_t at = i + j;
 			if (at >= n - pad)
 				v[j] = 0;
-			else if ((v[j] = b64val(b[at])) < 0)
+			else if ((v[j] = sbuf_b64val(b[at], 0)) < 0)
 				return -1;
 		}
 		unsigned char t[3] = {(unsigned char)(v[0] << 2 | v[1] >> 4),

@@ -271,6 +271,19 @@ static void test_json_all_bytes_every_cap(void **state)
 	assert_int_equal(b.len, full);
 }
 
+/* Both base64 alphabets of RFC 4648, every byte. */
+static void test_b64val(void **state)
+{
+	(void)state;
+	static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	for (int c = 0; c < 256; c++) {
+		const char *ps = c ? memchr(std, c, 64) : NULL, *pu = c ? memchr(url, c, 64) : NULL;
+		assert_int_equal(sbuf_b64val((char)c, 0), ps ? (int)(ps - std) : -1);
+		assert_int_equal(sbuf_b64val((char)c, 1), pu ? (int)(pu - url) : -1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_printf),
 		cmocka_unit_test(test_json_every_byte),
 		cmocka_unit_test(test_json_all_bytes_every_cap),
+		cmocka_unit_test(test_b64val),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
