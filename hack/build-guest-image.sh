@@ -37,7 +37,7 @@ VARIANT=minbase
 MIRROR="${IMDS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${IMDS_CACHE_DIR:-$REPO_ROOT/tmp/cache}"
 IMAGE_SIZE=2G
-# SPEC §6, plus curl for tests run inside the guest.
+# what docs/annotations.md needs, plus curl for tests run inside the guest.
 PACKAGES=(systemd-sysv udev linux-image-amd64 cloud-init python3-cffi-backend
           ifupdown isc-dhcp-client iproute2 netbase curl openssh-server)
 

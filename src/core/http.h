@@ -32,7 +32,7 @@ struct http_limits {
 	unsigned idle_timeout_ms; /* keep-alive idle, and a stalled write */
 };
 
-/* The SPEC §3 defaults. */
+/* The defaults (docs/sidecar.md, "Limits"). */
 #define HTTP_LIMITS_DEFAULT                                                    \
 	{                                                                      \
 		.max_head = 8192, .max_body = 0, .max_headers = 64,            \

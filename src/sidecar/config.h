@@ -1,5 +1,5 @@
-/* config: the sidecar's settings, from the environment (SPEC "Sidecar
- * configuration").  Strings point into the environment; nothing is copied. */
+/* config: the sidecar's settings, from the environment (docs/sidecar.md,
+ * "Configuration").  Strings point into the environment; nothing is copied. */
 #ifndef IMDS_CONFIG_H
 #define IMDS_CONFIG_H
 

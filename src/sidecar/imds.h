@@ -1,4 +1,4 @@
-/* imds: the sidecar's HTTP API (SPEC §3) on top of the shared HTTP core. */
+/* imds: the sidecar's HTTP API (docs/sidecar.md) on top of the shared HTTP core. */
 #ifndef IMDS_IMDS_H
 #define IMDS_IMDS_H
 

@@ -1,4 +1,4 @@
-/* imds-server: the per-VM metadata sidecar.  See SPEC §1, §3, §4. */
+/* imds-server: the per-VM metadata sidecar.  See docs/sidecar.md. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ static const char usage[] =
 	"IMDS_RATE_LIMIT (req/s, 0 = off);\n"
 	"see the README.\n";
 
-/* Exit status for configuration errors (SPEC: clear message, status 2). */
+/* Exit status for configuration errors (a clear message, status 2). */
 #define EXIT_CONFIG 2
 
 static int setsize_for(const struct imds_config *cfg)

@@ -1,4 +1,4 @@
-/* plumb: SPEC §4 steps 1–5 as an idempotent "ensure".
+/* plumb: the network plumbing of docs/sidecar.md as an idempotent "ensure".
  *
  *   bridge (k6t-eth0) ── veth-imds-br ═══ veth-imds  169.254.169.254/32
  *

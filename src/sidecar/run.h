@@ -1,4 +1,4 @@
-/* run: the network half of the sidecar (SPEC §4) — `imds-server run`
+/* run: the network half of the sidecar (docs/sidecar.md) — `imds-server run`
  * (wait for the VM bridge, plumb, answer ARP, serve) and `init`. */
 #ifndef IMDS_RUN_H
 #define IMDS_RUN_H

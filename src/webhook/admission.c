@@ -42,7 +42,7 @@
 #define VOL_USER_DATA "imds-user-data"
 #define VOL_SSH_KEYS "imds-ssh-keys"
 #define VOL_STATE "imds-state"
-/* Where the sidecar looks (src/sidecar/config.h, SPEC §3). */
+/* Where the sidecar looks (src/sidecar/config.h, docs/sidecar.md). */
 #define TOKEN_DIR "/var/run/secrets/tokens"
 #define PODINFO_DIR "/var/run/imds/podinfo"
 #define SECRET_DIR "/var/run/imds/user-data-secret"
@@ -909,7 +909,7 @@ static struct json_object *sidecar(struct adm *a, struct pod *p)
 	/* the one writable mount (the root filesystem is read-only) */
 	mounts = jpush(mounts, jobj("name", jstr(VOL_STATE), "mountPath", jstr(STATE_DIR), JEND));
 
-	/* Root with exactly the three capabilities of SPEC §4: Kubernetes has
+	/* Root with exactly the three capabilities the network half needs (docs/sidecar.md): Kubernetes has
 	 * no ambient capabilities, so a non-root user could not use them.
 	 * Container-level settings override the launcher pod's runAsNonRoot. */
 	struct json_object *sc = jobj(

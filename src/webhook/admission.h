@@ -8,7 +8,7 @@
  * get the imds-server sidecar, its volumes and the injected annotation;
  * VirtualMachines (CREATE, UPDATE) and VirtualMachineInstances (CREATE:
  * KubeVirt refuses VMI spec changes on UPDATE) get the NoCloud DMI serial.
- * Everything else is allowed unchanged.  SPEC §2, §5. */
+ * Everything else is allowed unchanged.  docs/webhook.md. */
 #ifndef IMDS_ADMISSION_H
 #define IMDS_ADMISSION_H
 

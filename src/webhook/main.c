@@ -1,4 +1,4 @@
-/* imds-webhook: the mutating admission webhook (SPEC §5).  One HTTPS
+/* imds-webhook: the mutating admission webhook (docs/webhook.md).  One HTTPS
  * listener on the shared event loop: POST /mutate (and per-kind aliases),
  * GET /healthz, /readyz, /metrics. */
 #include <errno.h>

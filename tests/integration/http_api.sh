@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2154  # R_* and scenario results are assigned by eval (http_lib.sh)
-# http_api: every endpoint, status and header of SPEC §3, through curl, with
+# http_api: every endpoint, status and header of docs/sidecar.md, through curl, with
 # whole responses compared byte for byte (status line, every header in order,
 # body; only the Date value is masked, after its format is checked).
 # The protocol, limits, timeouts and configuration are in the other http_*.sh.

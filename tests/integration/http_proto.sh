@@ -170,7 +170,7 @@ expect_eq "300 pipelined requests (11 KiB) in one send: 300 answers, 200 each, c
 	head -c 9000 /dev/zero | tr '\0' u
 	printf ' HTTP/1.1\r\nHost: x\r\n\r\n'
 } >"$H.url"
-# SPEC §3 says 431 past 8 KiB of head; a target alone over 8 KiB gets the more
+# docs/sidecar.md says 431 past 8 KiB of head; a target alone over 8 KiB gets the more
 # specific 414 (RFC 9110 15.5.15).
 err "HTTP/1.1 414 URI Too Long" uri_too_long "URI Too Long"
 raw_is "a 9 KiB request target: 414 and close" "$P" "sendfile:$H.url" eof:2

@@ -4,7 +4,7 @@
 # a "pod" netns against the real `imds-server run` ($IMDS_SERVER), started
 # with exactly the env and file layout of the container the webhook injects
 # (tests/lib/sidecar_env.py takes them from admission_cli's own patch), and
-# with the SMBIOS serial the webhook sets on a VM.  SPEC §6, issue 6.  (root)
+# with the SMBIOS serial the webhook sets on a VM.  docs/annotations.md (the serial).  (root)
 #
 #   masquerade: bridge k6t-eth0 10.0.2.1/24, a tap, dnsmasq for DHCP; the
 #     guest applies the user-data (hostname from meta-data, write_files,

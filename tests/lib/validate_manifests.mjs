@@ -6,7 +6,7 @@
 //        [--examples] [--label NAME] FILE|- ...
 //
 // --modules   the node_modules directory (installed into a cache, never the repo)
-// --policy    also assert the design of deploy/ (SPEC §5, issue 5) on the stream
+// --policy    also assert the design of deploy/ (docs/webhook.md) on the stream
 // --examples  the files are deploy/test/ example VMs: KubeVirt objects must
 //             opt in and their Kubernetes-native parts must validate
 // One line per object: "ok <label> Kind/name" or "not ok <label> ...: why";
@@ -77,7 +77,7 @@ const KNOWN_ANN = new Set([
   "injected",
 ]);
 
-// The SPEC §2 contract, as the webhook enforces it.
+// The injection contract (docs/webhook.md), as the webhook enforces it.
 function checkImdsAnnotations(ann, where) {
   if (!ann || ann[ANN + "enabled"] !== "true")
     throw new Error(`${where}: no annotation ${ANN}enabled: "true"`);

@@ -23,7 +23,7 @@
 # Kernel command line: console=ttyS0 root=/dev/vda rw net.ifnames=0
 # mitigations=off, plus $VM_APPEND. The guest finds its NoCloud seed in the
 # DMI serial (-smbios type=1,serial=...); cloud-init 22.4 needs ';dsmode=net'
-# in it for an http seed, or it drops the data (SPEC §5).
+# in it for an http seed, or it drops the data (docs/annotations.md).
 #
 # vm_boot options (environment, read at each call):
 #   VM_MAC      guest MAC (default 52:54:00:00:00:02)

@@ -1,5 +1,5 @@
 /* imds: the query and audience helpers as byte tables, then the handler
- * (SPEC §3) driven with hand-built requests against files in a temporary
+ * (docs/sidecar.md) driven with hand-built requests against files in a temporary
  * directory.  imds_app_new(NULL, ...) makes no HTTP server. */
 #include <stdarg.h>
 #include <stddef.h>
