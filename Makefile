@@ -28,8 +28,13 @@ CPPFLAGS_COMMON := -D_GNU_SOURCE -DLLHTTP_STRICT_MODE=1 -DIMDS_VERSION='"$(VERSI
 	-Isrc/core -isystem $(LLHTTP_INC)
 JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
-# Each program sees its own folder and the core, never the other's.
-DIR_CPPFLAGS = $(if $(findstring webhook,$@)$(findstring test_wh_,$@)$(filter $(WH_FUZZ),$@)$(findstring admission_cli,$@),-Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS)),-Isrc/sidecar)
+# The architecture, enforced by the include path: a file of src/core sees only
+# src/core and llhttp (a core file that includes a program's header does not
+# compile); a program's file sees src/core and its own folder, never the
+# other program's.  Tests and fuzzers see the folder of the program they test.
+WH_CPPFLAGS := -Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS))
+SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),-Isrc/sidecar,$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS)))
+DIR_CPPFLAGS = $(if $(findstring test_wh_,$@)$(filter $(WH_FUZZ),$@)$(findstring admission_cli,$@),$(WH_CPPFLAGS),-Isrc/sidecar)
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -125,7 +130,7 @@ endif
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS_COMMON) $(SRC_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # llhttp is generated C: compile it as it is, without our warning set.
 $(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c
@@ -235,7 +240,8 @@ help:
 	@echo "  lint           shellcheck, cppcheck and clang-tidy (.clang-tidy) on src/"
 	@echo "  clean          remove build/"
 
--include $(shell find build/$(VARIANT) -name '*.d' 2>/dev/null)
+# The dependency files of the tree being built ($(B): static-webhook has its own).
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 # ==== deployment (issue 5): images, kind, manifests, certificates, e2e ========
 # Every kubectl call names its context (KUBE_CONTEXT), every kind call its
