@@ -72,14 +72,14 @@ CFLAGS := $(CFLAGS_COMMON) $(OPT) $(WARN) $(EXTRA_CFLAGS)
 CORE_SRC := $(sort $(wildcard src/core/*.c))
 SIDECAR_SRC := $(filter-out src/sidecar/main.c,$(sort $(wildcard src/sidecar/*.c)))
 WEBHOOK_SRC := $(filter-out src/webhook/main.c,$(sort $(wildcard src/webhook/*.c)))
-UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 SIDECAR_OBJ := $(SIDECAR_SRC:%.c=$(B)/%.o)
 WEBHOOK_OBJ := $(WEBHOOK_SRC:%.c=$(B)/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(B)/llhttp/%.o,$(LLHTTP_SRC))
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_BIN := $(addprefix $(B)/tests/,$(notdir $(UNIT_SRC:.c=)))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
@@ -158,12 +158,16 @@ $(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
 # Unit tests and fuzzers: test_wh_* and $(WH_FUZZ) belong to the webhook.
-$(B)/tests/test_wh_%: tests/unit/test_wh_%.c $(WH_LIBS)
+$(B)/tests/test_wh_%: tests/unit/webhook/test_wh_%.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
-$(B)/tests/%: tests/unit/%.c $(LIBS)
+$(B)/tests/%: tests/unit/sidecar/%.c $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
+# The core's tests see the core alone, as the core does.
+$(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a -lcmocka
 
 # The admission module without TLS, for tests/integration/webhook_patch.sh.
 $(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
@@ -218,7 +222,7 @@ soak: deps-build
 lint:
 	@hack/install-deps.sh build lint
 	shellcheck -x -P SCRIPTDIR hack/*.sh tests/*.sh tests/lib/*.sh tests/integration/*.sh bench/*.sh \
-		test/e2e/*.sh .ci/run
+		tests/e2e/*.sh .ci/run
 	hack/check-context.sh
 	hack/static-analysis.sh
 
@@ -303,7 +307,7 @@ undeploy:
 
 ## test-e2e: kind + KubeVirt + the images + VMs from deploy/test (needs docker, kind, network)
 test-e2e:
-	KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME) KUBE_CONTEXT=$(KUBE_CONTEXT) test/e2e/run.sh
+	KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME) KUBE_CONTEXT=$(KUBE_CONTEXT) tests/e2e/run.sh
 
 help: help-deploy
 .PHONY: help-deploy
@@ -318,7 +322,7 @@ help-deploy:
 	@echo "  deploy-webhook kubectl --context KUBE_CONTEXT apply -k deploy/overlays/OVERLAY (manual|cert-manager)"
 	@echo "  generate-certs hack/generate-certs.sh --context KUBE_CONTEXT (CA, Secret, caBundle)"
 	@echo "  undeploy       delete what deploy-webhook applied"
-	@echo "  test-e2e       test/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
+	@echo "  test-e2e       tests/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
 	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
 	@echo
 

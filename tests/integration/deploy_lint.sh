@@ -2,15 +2,15 @@
 # Static checks of the deployment tooling (issue 5): shellcheck on every shell
 # script of the repository, hack/check-context.sh (no kubectl/virtctl without
 # --context, no kind without --name) on the repository and on a bad fixture,
-# `make -n` of every seed target, test/e2e/run.sh in its dry mode (every
+# `make -n` of every seed target, tests/e2e/run.sh in its dry mode (every
 # command it would run names its cluster), and the unit tests of
-# test/e2e/lib.sh. Variant-independent: run in debug only.
+# tests/e2e/lib.sh. Variant-independent: run in debug only.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
-# shellcheck source=test/e2e/lib.sh
-. test/e2e/lib.sh
+# shellcheck source=tests/e2e/lib.sh
+. tests/e2e/lib.sh
 
 if [[ ${IMDS_VARIANT:-debug} != debug ]]; then
 	ok "deployment lint (variant-independent, run in debug)"
@@ -86,27 +86,27 @@ for t in build-server build-webhook docker-build docker-build-all kind-load kind
 	fi
 done
 
-# --- test/e2e/run.sh, dry mode
-out=$(E2E_DRY_RUN=1 KIND_CLUSTER_NAME=dry-x KUBE_CONTEXT='' test/e2e/run.sh 2>&1)
+# --- tests/e2e/run.sh, dry mode
+out=$(E2E_DRY_RUN=1 KIND_CLUSTER_NAME=dry-x KUBE_CONTEXT='' tests/e2e/run.sh 2>&1)
 st=$?
-expect_eq "test/e2e/run.sh dry mode exits 0" 0 "$st"
+expect_eq "tests/e2e/run.sh dry mode exits 0" 0 "$st"
 cmds=$(sed -n 's/^+ //p' <<<"$out")
 bad=$(grep -E '^(kubectl|[^ ]*/virtctl[^ ]*) ' <<<"$cmds" | grep -v -- '--context kind-dry-x' || true)
 bad+=$(grep -E '^kind ' <<<"$cmds" | grep -v -- '--name dry-x' || true)
 if [[ -z $bad && $(grep -cE '^(kubectl|[^ ]*/virtctl[^ ]*) ' <<<"$cmds") -gt 10 ]]; then
-	ok "test/e2e/run.sh: every kubectl/virtctl call carries --context, kind --name"
+	ok "tests/e2e/run.sh: every kubectl/virtctl call carries --context, kind --name"
 else
-	not_ok "test/e2e/run.sh: every kubectl/virtctl call carries --context, kind --name" "$bad" "$cmds"
+	not_ok "tests/e2e/run.sh: every kubectl/virtctl call carries --context, kind --name" "$bad" "$cmds"
 fi
 if grep -q 'virtctl.* console ' <<<"$cmds"; then
-	ok "test/e2e/run.sh: checks inside the guest over virtctl console"
+	ok "tests/e2e/run.sh: checks inside the guest over virtctl console"
 else
-	not_ok "test/e2e/run.sh: checks inside the guest over virtctl console" "$cmds"
+	not_ok "tests/e2e/run.sh: checks inside the guest over virtctl console" "$cmds"
 fi
 expect_eq "KubeVirt version pinned in one place" 1 \
-	"$(grep -cE '^KUBEVIRT_VERSION=v[0-9]+\.[0-9]+\.[0-9]+$' test/e2e/run.sh)"
+	"$(grep -cE '^KUBEVIRT_VERSION=v[0-9]+\.[0-9]+\.[0-9]+$' tests/e2e/run.sh)"
 
-# --- unit tests of test/e2e/lib.sh
+# --- unit tests of tests/e2e/lib.sh
 expect_eq "e2e_context" kind-foo "$(e2e_context foo)"
 if printf 'kind\nimds\n' | e2e_cluster_listed imds; then ok "e2e_cluster_listed: present"; else not_ok "e2e_cluster_listed: present"; fi
 if printf 'imds-2\nxkind\n' | e2e_cluster_listed imds; then not_ok "e2e_cluster_listed: no prefix match"; else ok "e2e_cluster_listed: no prefix match"; fi

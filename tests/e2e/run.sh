@@ -8,7 +8,7 @@
 #   - two VMs each see only their own data;
 #   - a pod that is not a VM cannot reach 169.254.169.254.
 #
-#   KIND_CLUSTER_NAME=imds ./test/e2e/run.sh           (default cluster: kind)
+#   KIND_CLUSTER_NAME=imds ./tests/e2e/run.sh           (default cluster: kind)
 #
 # Environment:
 #   KIND_CLUSTER_NAME  kind cluster (created when missing, reused otherwise)
@@ -28,8 +28,8 @@ KUBEVIRT_VERSION=v1.6.0
 CURL_IMAGE=docker.io/curlimages/curl:8.10.1
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=test/e2e/lib.sh
-. "$REPO/test/e2e/lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$REPO/tests/e2e/lib.sh"
 
 KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-kind}
 KUBE_CONTEXT=${KUBE_CONTEXT:-$(e2e_context "$KIND_CLUSTER_NAME")}

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Pure functions of test/e2e/run.sh (no cluster, no network): unit-tested by
+# Pure functions of tests/e2e/run.sh (no cluster, no network): unit-tested by
 # tests/integration/deploy_lint.sh.
 
 # e2e_context CLUSTER: the kubeconfig context kind writes for a cluster.
