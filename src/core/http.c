@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <llhttp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -16,6 +15,12 @@
 #include "addr.h"
 #include "log.h"
 #include "sbuf.h"
+
+/* One convention for the connection steps below: a step that may free the
+ * connection returns 1 while it lives and 0 once it is freed (the caller
+ * must not touch it again); every other step returns 0, or -1 for "close
+ * this connection now", and its caller frees it.  Public functions return
+ * 0 or -errno. */
 
 /* Timeout lists.  Every connection is on exactly one; since all entries of a
  * list share one duration, appending keeps each list sorted by deadline and
@@ -71,20 +76,6 @@ struct clist {
 	struct conn *head, *tail;
 };
 
-/* Parse state of the one request being parsed (requests are handled one at
- * a time, so one per server suffices). */
-struct parse {
-	struct http_request req;
-	const struct http_limits *lim;
-	http_body_limit *body_limit; /* NULL: lim->max_body for every request */
-	void *ud;
-	int in_field;
-	int headers_done;
-	int complete;
-	int err_status; /* a limit hit inside a callback */
-	const char *err_code;
-};
-
 struct http_server {
 	struct loop *loop;
 	const struct http_transport *tr;
@@ -103,9 +94,8 @@ struct http_server {
 	int draining;
 	void (*drained)(void *);
 	void *drained_ud;
-	llhttp_settings_t settings;
-	llhttp_t parser;
-	struct parse ps;
+	struct http_parser *parser;
+	struct http_request req; /* the one being handled: requests go one at a time */
 	struct http_response res;
 	char *scratch;
 	size_t scratch_cap;
@@ -115,30 +105,6 @@ struct http_server {
 };
 
 /* ---- request helpers ---------------------------------------------------- */
-
-int http_span_eq(struct http_span s, const char *lit)
-{
-	size_t n = strlen(lit);
-	return s.n == n && (n == 0 || memcmp(s.p, lit, n) == 0);
-}
-
-const struct http_span *http_req_header(const struct http_request *req, const char *name,
-					unsigned *count)
-{
-	size_t n = strlen(name);
-	const struct http_span *found = NULL;
-	unsigned c = 0;
-	for (unsigned i = 0; i < req->nheaders; i++) {
-		if (req->hname[i].n == n && strncasecmp(req->hname[i].p, name, n) == 0) {
-			if (!found)
-				found = &req->hvalue[i];
-			c++;
-		}
-	}
-	if (count)
-		*count = c;
-	return found;
-}
 
 const char *http_reason(int status)
 {
@@ -271,133 +237,6 @@ static void conn_free(struct http_server *s, struct conn *c)
 		s->drained = NULL;
 		done(s->drained_ud);
 	}
-}
-
-/* ---- llhttp callbacks ---------------------------------------------------- */
-
-static struct parse *ps_of(llhttp_t *p)
-{
-	return p->data;
-}
-
-static void span_add(struct http_span *s, const char *at, size_t len)
-{
-	if (s->p && s->p + s->n == at)
-		s->n += len;
-	else {
-		s->p = at;
-		s->n = len;
-	}
-}
-
-static int on_method(llhttp_t *p, const char *at, size_t len)
-{
-	span_add(&ps_of(p)->req.method_name, at, len);
-	return 0;
-}
-
-static int on_url(llhttp_t *p, const char *at, size_t len)
-{
-	struct parse *ps = ps_of(p);
-	span_add(&ps->req.target, at, len);
-	if (ps->req.target.n > ps->lim->max_head) {
-		ps->err_status = 414;
-		ps->err_code = "uri_too_long";
-		return -1;
-	}
-	return 0;
-}
-
-static int on_header_field(llhttp_t *p, const char *at, size_t len)
-{
-	struct parse *ps = ps_of(p);
-	struct http_request *r = &ps->req;
-	if (!ps->in_field) {
-		if (r->nheaders >= ps->lim->max_headers || r->nheaders >= HTTP_MAX_HEADERS) {
-			ps->err_status = 431;
-			ps->err_code = "too_many_headers";
-			return -1;
-		}
-		ps->in_field = 1;
-		r->hname[r->nheaders] = (struct http_span){at, 0};
-		r->hvalue[r->nheaders] = (struct http_span){NULL, 0};
-	}
-	span_add(&r->hname[r->nheaders], at, len);
-	return 0;
-}
-
-static int on_header_value(llhttp_t *p, const char *at, size_t len)
-{
-	struct parse *ps = ps_of(p);
-	struct http_span *v = &ps->req.hvalue[ps->req.nheaders];
-	/* Each parse sees the whole request in one buffer, so a value arrives
-	 * in pieces only when llhttp unfolds obsolete line folding (RFC 9112
-	 * §5.2 lets a server reject it; folded values are a smuggling aid). */
-	if (v->p && v->p + v->n != at) {
-		ps->err_status = 400;
-		ps->err_code = "obs_fold";
-		return -1;
-	}
-	span_add(v, at, len);
-	return 0;
-}
-
-static int on_header_value_complete(llhttp_t *p)
-{
-	struct parse *ps = ps_of(p);
-	/* RFC 9110 §5.5: surrounding whitespace is not part of the value;
-	 * llhttp drops the leading part, the trailing part is ours to drop. */
-	struct http_span *v = &ps->req.hvalue[ps->req.nheaders];
-	while (v->n && (v->p[v->n - 1] == ' ' || v->p[v->n - 1] == '\t'))
-		v->n--;
-	ps->in_field = 0;
-	ps->req.nheaders++;
-	return 0;
-}
-
-static void split_target(struct http_request *r);
-static enum http_method method_of(uint8_t m);
-
-static int on_headers_complete(llhttp_t *p)
-{
-	struct parse *ps = ps_of(p);
-	ps->headers_done = 1;
-	size_t max = ps->lim->max_body;
-	if (ps->body_limit && max) {
-		/* The application's say for this request, from its head. */
-		ps->req.method = method_of(p->method);
-		split_target(&ps->req);
-		size_t m = ps->body_limit(&ps->req, ps->ud);
-		if (m < max)
-			max = m;
-	}
-	if (p->flags & F_CHUNKED) {
-		/* A chunked body has no length to check up front; no client of
-		 * ours sends one (the API server sends Content-Length). */
-		ps->err_status = max ? 411 : 413;
-		ps->err_code = max ? "length_required" : "body_not_allowed";
-		return -1;
-	}
-	if ((p->flags & F_CONTENT_LENGTH) && p->content_length > max) {
-		ps->err_status = 413;
-		ps->err_code = max ? "body_too_large" : "body_not_allowed";
-		return -1;
-	}
-	return 0;
-}
-
-static int on_body(llhttp_t *p, const char *at, size_t len)
-{
-	span_add(&ps_of(p)->req.body, at, len);
-	return 0;
-}
-
-static int on_message_complete(llhttp_t *p)
-{
-	ps_of(p)->complete = 1;
-	/* Stop right after this message: pipelined bytes behind it are parsed
-	 * only once this request is answered. */
-	return HPE_PAUSED;
 }
 
 /* ---- response output ------------------------------------------------------ */
@@ -600,11 +439,9 @@ static int respond_error(struct http_server *s, struct conn *c, int status, cons
 	http_res_error(res, status, code, msg);
 	c->close_after = 1;
 	c->linger = 1;
-	struct http_request *r = &s->ps.req;
+	struct http_request *r = &s->req;
 	if (!parsed)
 		memset(r, 0, offsetof(struct http_request, hname));
-	else if (r->target.n)
-		split_target(r);
 	r->method = HTTP_M_OTHER;
 	r->version_major = 1;
 	r->version_minor = 1;
@@ -616,157 +453,35 @@ static int respond_error(struct http_server *s, struct conn *c, int status, cons
 
 /* ---- request processing --------------------------------------------------- */
 
-static void split_target(struct http_request *r)
-{
-	const char *p = r->target.p;
-	size_t n = r->target.n;
-	/* absolute-form (RFC 9112 §3.2.2): drop scheme and authority. */
-	if (n >= 7 && (strncasecmp(p, "http://", 7) == 0 || (n >= 8 && strncasecmp(p, "https://", 8) == 0))) {
-		size_t skip = p[4] == ':' ? 7 : 8;
-		const char *slash = memchr(p + skip, '/', n - skip);
-		if (!slash) {
-			r->path = (struct http_span){"/", 1};
-			r->query = (struct http_span){NULL, 0};
-			return;
-		}
-		n -= (size_t)(slash - p);
-		p = slash;
-	}
-	const char *q = memchr(p, '?', n);
-	if (q) {
-		r->path = (struct http_span){p, (size_t)(q - p)};
-		r->query = (struct http_span){q + 1, n - (size_t)(q - p) - 1};
-	} else {
-		r->path = (struct http_span){p, n};
-		r->query = (struct http_span){NULL, 0};
-	}
-}
-
-static enum http_method method_of(uint8_t m)
-{
-	switch (m) {
-	case HTTP_GET: return HTTP_M_GET;
-	case HTTP_HEAD: return HTTP_M_HEAD;
-	case HTTP_POST: return HTTP_M_POST;
-	case HTTP_PUT: return HTTP_M_PUT;
-	default: return HTTP_M_OTHER;
-	}
-}
-
-enum parse_result { P_INCOMPLETE, P_DONE, P_ERROR };
-
-/* Parses one request from data with a fresh parser.  *used gets the bytes
- * the request took.  Re-parsing a held partial head on each read is bounded
- * by max_head (8 KiB) and keeps no parser state per connection. */
-static enum parse_result parse_one(struct http_server *s, const char *data, size_t len,
-				   size_t *used, int *status, const char **code)
-{
-	struct parse *ps = &s->ps;
-	memset(&ps->req, 0, offsetof(struct http_request, hname));
-	ps->req.peer = NULL;
-	ps->req.start_us = 0;
-	ps->in_field = ps->headers_done = ps->complete = 0;
-	ps->err_status = 0;
-	ps->err_code = NULL;
-	llhttp_init(&s->parser, HTTP_REQUEST, &s->settings);
-	s->parser.data = ps;
-	llhttp_errno_t e = llhttp_execute(&s->parser, data, len);
-	if (e == HPE_PAUSED && ps->complete) {
-		*used = (size_t)(llhttp_get_error_pos(&s->parser) - data);
-		size_t head = *used - ps->req.body.n;
-		if (head > s->lim.max_head) {
-			*status = 431;
-			*code = "head_too_large";
-			return P_ERROR;
-		}
-		return P_DONE;
-	}
-	if (e == HPE_OK) {
-		/* Not complete yet: refuse a head that already passed the cap. */
-		if (!ps->headers_done && len > s->lim.max_head) {
-			*status = 431;
-			*code = "head_too_large";
-			return P_ERROR;
-		}
-		return P_INCOMPLETE;
-	}
-	if (ps->err_status) {
-		*status = ps->err_status;
-		*code = ps->err_code;
-	} else if (e == HPE_INVALID_VERSION) {
-		*status = 505;
-		*code = "bad_version";
-	} else {
-		*status = 400;
-		*code = "bad_request";
-	}
-	return P_ERROR;
-}
-
-/* Validates what llhttp accepts but we do not.  0 or an HTTP status. */
-static int request_check(const struct http_request *r, const char **code)
-{
-	if (r->version_major != 1) {
-		*code = "bad_version";
-		return 505;
-	}
-	unsigned hosts = 0;
-	http_req_header(r, "host", &hosts);
-	if (hosts > 1 || (r->version_minor >= 1 && hosts == 0)) {
-		*code = "bad_host";
-		return 400;
-	}
-	if (r->path.n == 0 || r->path.p[0] != '/') {
-		*code = "bad_target";
-		return 400;
-	}
-	return 0;
-}
-
 /* Handles the requests in data[0..len).  Returns the bytes consumed, or -1
  * when the connection must be dropped at once. */
 static ssize_t process(struct http_server *s, struct conn *c, const char *data, size_t len)
 {
 	size_t off = 0;
 	while (off < len && !c->close_after && !c->out && !c->blob) {
-		size_t used = 0;
-		int status = 0;
-		const char *code = NULL;
-		enum parse_result pr = parse_one(s, data + off, len - off, &used, &status, &code);
-		if (pr == P_INCOMPLETE)
+		struct http_request *r = &s->req;
+		struct http_parse_result pr;
+		enum http_parse_status st = http_parse(s->parser, data + off, len - off, r, &pr);
+		if (st == HTTP_PARSE_MORE)
 			break;
-		if (pr == P_ERROR) {
-			char msg[96];
-			snprintf(msg, sizeof(msg), "%s", llhttp_get_error_reason(&s->parser)
-				 ? llhttp_get_error_reason(&s->parser) : code);
-			if (status != 400)
-				snprintf(msg, sizeof(msg), "%s", http_reason(status));
-			if (respond_error(s, c, status, code, msg, 1) < 0)
+		if (st == HTTP_PARSE_ERROR) {
+			const char *msg = pr.detail ? pr.detail : http_reason(pr.status);
+			if (respond_error(s, c, pr.status, pr.code, msg, 1) < 0)
 				return -1;
 			return (ssize_t)len; /* the rest is garbage; we close */
 		}
-		struct http_request *r = &s->ps.req;
-		r->method = method_of(s->parser.method);
-		r->version_major = s->parser.http_major;
-		r->version_minor = s->parser.http_minor;
+		size_t used = pr.used;
 		r->peer = &c->peer;
 		r->start_us = c->req_us;
-		split_target(r);
-		int keep = llhttp_should_keep_alive(&s->parser) && !s->draining;
+		int keep = pr.keep_alive && !s->draining;
 		struct http_response *res = &s->res;
 		response_reset(res);
 		r->parked = c->parked;
 		r->park_expired = c->park_expired;
-		int bad = request_check(r, &code);
-		if (bad) {
-			http_res_error(res, bad, code, http_reason(bad));
+		s->handler(r, res, s->ud);
+		if (res->close)
 			keep = 0;
-		} else {
-			s->handler(r, res, s->ud);
-			if (res->close)
-				keep = 0;
-		}
-		if (res->park && !bad && !s->draining) {
+		if (res->park && !s->draining) {
 			/* Not consumed: the bytes stay held and are parsed again. */
 			blob_unref(res->blob);
 			res->blob = NULL;
@@ -1260,27 +975,21 @@ struct http_server *http_server_new(struct loop *l, const struct http_limits *li
 	s->handler = handler;
 	s->logger = logger;
 	s->ud = ud;
-	s->ps.lim = &s->lim;
-	s->ps.ud = ud;
+	struct http_parse_limits pl = {
+		.max_head = lim->max_head, .max_body = lim->max_body, .max_headers = lim->max_headers,
+		.ud = ud,
+	};
+	s->parser = http_parser_new(&pl);
 	/* Reads of idle connections land here; pipelined requests beyond it
 	 * simply wait for the next read. */
 	s->scratch_cap = s->lim.max_head * 2 > 16384 ? s->lim.max_head * 2 : 16384;
 	s->scratch = malloc(s->scratch_cap);
 	s->timer_fd = loop_timer_new();
-	if (!s->scratch || s->timer_fd < 0 ||
+	if (!s->parser || !s->scratch || s->timer_fd < 0 ||
 	    loop_add(l, s->timer_fd, LOOP_READABLE, on_timer, s) < 0) {
 		http_server_free(s);
 		return NULL;
 	}
-	llhttp_settings_init(&s->settings);
-	s->settings.on_method = on_method;
-	s->settings.on_url = on_url;
-	s->settings.on_header_field = on_header_field;
-	s->settings.on_header_value = on_header_value;
-	s->settings.on_header_value_complete = on_header_value_complete;
-	s->settings.on_headers_complete = on_headers_complete;
-	s->settings.on_body = on_body;
-	s->settings.on_message_complete = on_message_complete;
 	return s;
 }
 
@@ -1299,6 +1008,7 @@ void http_server_free(struct http_server *s)
 		close(s->timer_fd);
 	}
 	free(s->scratch);
+	http_parser_free(s->parser);
 	free(s);
 }
 
@@ -1339,7 +1049,7 @@ void http_server_set_transport(struct http_server *s, const struct http_transpor
 
 void http_server_set_body_limit(struct http_server *s, http_body_limit *fn)
 {
-	s->ps.body_limit = fn;
+	http_parser_set_body_limit(s->parser, fn, s->ud);
 }
 
 unsigned http_server_conn_count(const struct http_server *s)

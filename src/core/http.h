@@ -1,7 +1,8 @@
 /* http: the HTTP/1.x server core shared by imds-server and imds-webhook.
  *
- * llhttp (Debian's node-llhttp sources, strict mode) parses; this module
- * owns connections, limits and timeouts on the process's one event loop.
+ * http_parse.c turns bytes into a request; this module owns connections,
+ * limits and timeouts and the responses' output, on the process's one
+ * event loop.
  *
  * Memory: a connection is a small struct.  Reads land in one buffer shared
  * by the whole server; only bytes of a request that is not complete yet
@@ -21,6 +22,7 @@
 #include <sys/uio.h>
 
 #include "blob.h"
+#include "http_parse.h"
 #include "loop.h"
 
 struct http_limits {
@@ -40,39 +42,6 @@ struct http_limits {
 		.idle_timeout_ms = 20000,                                      \
 	}
 
-enum http_method {
-	HTTP_M_OTHER = 0,
-	HTTP_M_GET,
-	HTTP_M_HEAD,
-	HTTP_M_POST,
-	HTTP_M_PUT,
-};
-
-struct http_span {
-	const char *p;
-	size_t n;
-};
-
-#define HTTP_MAX_HEADERS 100
-
-/* Valid only during the handler call: spans point into connection input. */
-struct http_request {
-	enum http_method method;
-	struct http_span method_name;
-	struct http_span target; /* as sent: path?query */
-	struct http_span path;
-	struct http_span query;  /* without '?'; n == 0 when absent */
-	struct http_span body;
-	unsigned version_major, version_minor;
-	unsigned nheaders;
-	struct http_span hname[HTTP_MAX_HEADERS];
-	struct http_span hvalue[HTTP_MAX_HEADERS];
-	const struct sockaddr_storage *peer;
-	uint64_t start_us;
-	int parked;      /* this request waited (res->park) and is run again */
-	int park_expired; /* ... because its wait is over: answer now */
-};
-
 /* The handler fills this.  Header lines and small bodies are copied into
  * the response buffer; a large body may instead be a blob reference. */
 struct http_response {
@@ -91,12 +60,6 @@ struct http_response {
 	int park;
 	unsigned park_ms;
 };
-
-/* Case-insensitive lookup; returns NULL when absent.  With several
- * headers of one name, the first; *count (if given) gets how many. */
-const struct http_span *http_req_header(const struct http_request *req, const char *name,
-					unsigned *count);
-int http_span_eq(struct http_span s, const char *lit);
 
 /* Response helpers: 0, or -ENOSPC when the header area is full. */
 int http_res_header(struct http_response *res, const char *name, const char *value);
@@ -131,10 +94,9 @@ typedef void http_logger(const struct http_request *req, int status, size_t byte
 struct http_server *http_server_new(struct loop *l, const struct http_limits *lim,
 				    http_handler *handler, http_logger *logger, void *ud);
 /* Optional: the most body bytes one request may carry, decided from its
- * head (method, path, query, headers) once the headers are in; a longer
- * body gets 413 before it is read.  The limits' max_body stays the ceiling
- * (it sizes the input buffer).  Without it: max_body for every request. */
-typedef size_t http_body_limit(const struct http_request *head, void *ud);
+ * head (http_parse.h); a longer body gets 413 before it is read.  The
+ * limits' max_body stays the ceiling (it sizes the input buffer).
+ * Without it: max_body for every request. */
 void http_server_set_body_limit(struct http_server *s, http_body_limit *fn);
 
 /* Use t (borrowed, must outlive the server) for connections accepted from

@@ -1,0 +1,307 @@
+#include "http_parse.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct http_parser {
+	struct http_parse_limits lim;
+	llhttp_settings_t settings;
+	llhttp_t ll;
+	/* the call in progress */
+	struct http_request *req;
+	int in_field;
+	int headers_done;
+	int complete;
+	int err_status; /* a limit hit inside a callback */
+	const char *err_code;
+};
+
+/* ---- request helpers ---------------------------------------------------- */
+
+int http_span_eq(struct http_span s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.n == n && (n == 0 || memcmp(s.p, lit, n) == 0);
+}
+
+const struct http_span *http_req_header(const struct http_request *req, const char *name,
+					unsigned *count)
+{
+	size_t n = strlen(name);
+	const struct http_span *found = NULL;
+	unsigned c = 0;
+	for (unsigned i = 0; i < req->nheaders; i++) {
+		if (req->hname[i].n == n && strncasecmp(req->hname[i].p, name, n) == 0) {
+			if (!found)
+				found = &req->hvalue[i];
+			c++;
+		}
+	}
+	if (count)
+		*count = c;
+	return found;
+}
+
+static void split_target(struct http_request *r)
+{
+	const char *p = r->target.p;
+	size_t n = r->target.n;
+	/* absolute-form (RFC 9112 §3.2.2): drop scheme and authority. */
+	if (n >= 7 && (strncasecmp(p, "http://", 7) == 0 || (n >= 8 && strncasecmp(p, "https://", 8) == 0))) {
+		size_t skip = p[4] == ':' ? 7 : 8;
+		const char *slash = memchr(p + skip, '/', n - skip);
+		if (!slash) {
+			r->path = (struct http_span){"/", 1};
+			r->query = (struct http_span){NULL, 0};
+			return;
+		}
+		n -= (size_t)(slash - p);
+		p = slash;
+	}
+	const char *q = memchr(p, '?', n);
+	if (q) {
+		r->path = (struct http_span){p, (size_t)(q - p)};
+		r->query = (struct http_span){q + 1, n - (size_t)(q - p) - 1};
+	} else {
+		r->path = (struct http_span){p, n};
+		r->query = (struct http_span){NULL, 0};
+	}
+}
+
+static enum http_method method_of(uint8_t m)
+{
+	switch (m) {
+	case HTTP_GET: return HTTP_M_GET;
+	case HTTP_HEAD: return HTTP_M_HEAD;
+	case HTTP_POST: return HTTP_M_POST;
+	case HTTP_PUT: return HTTP_M_PUT;
+	default: return HTTP_M_OTHER;
+	}
+}
+
+/* ---- llhttp callbacks ---------------------------------------------------- */
+
+static struct http_parser *parser_of(llhttp_t *p)
+{
+	return p->data;
+}
+
+/* Callbacks return -1 after limit(): llhttp stops with HPE_USER. */
+static int limit(struct http_parser *ps, int status, const char *code)
+{
+	ps->err_status = status;
+	ps->err_code = code;
+	return -1;
+}
+
+static void span_add(struct http_span *s, const char *at, size_t len)
+{
+	if (s->p && s->p + s->n == at)
+		s->n += len;
+	else {
+		s->p = at;
+		s->n = len;
+	}
+}
+
+static int on_method(llhttp_t *p, const char *at, size_t len)
+{
+	span_add(&parser_of(p)->req->method_name, at, len);
+	return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_parser *ps = parser_of(p);
+	span_add(&ps->req->target, at, len);
+	if (ps->req->target.n > ps->lim.max_head)
+		return limit(ps, 414, "uri_too_long");
+	return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_parser *ps = parser_of(p);
+	struct http_request *r = ps->req;
+	if (!ps->in_field) {
+		if (r->nheaders >= ps->lim.max_headers || r->nheaders >= HTTP_MAX_HEADERS)
+			return limit(ps, 431, "too_many_headers");
+		ps->in_field = 1;
+		r->hname[r->nheaders] = (struct http_span){at, 0};
+		r->hvalue[r->nheaders] = (struct http_span){NULL, 0};
+	}
+	span_add(&r->hname[r->nheaders], at, len);
+	return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_parser *ps = parser_of(p);
+	struct http_span *v = &ps->req->hvalue[ps->req->nheaders];
+	/* Each parse sees the whole request in one buffer, so a value arrives
+	 * in pieces only when llhttp unfolds obsolete line folding (RFC 9112
+	 * §5.2 lets a server reject it; folded values are a smuggling aid). */
+	if (v->p && v->p + v->n != at)
+		return limit(ps, 400, "obs_fold");
+	span_add(v, at, len);
+	return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+	struct http_parser *ps = parser_of(p);
+	/* RFC 9110 §5.5: surrounding whitespace is not part of the value;
+	 * llhttp drops the leading part, the trailing part is ours to drop. */
+	struct http_span *v = &ps->req->hvalue[ps->req->nheaders];
+	while (v->n && (v->p[v->n - 1] == ' ' || v->p[v->n - 1] == '\t'))
+		v->n--;
+	ps->in_field = 0;
+	ps->req->nheaders++;
+	return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+	struct http_parser *ps = parser_of(p);
+	struct http_request *r = ps->req;
+	ps->headers_done = 1;
+	r->method = method_of(p->method);
+	r->version_major = p->http_major;
+	r->version_minor = p->http_minor;
+	split_target(r);
+	size_t max = ps->lim.max_body;
+	if (ps->lim.body_limit && max) {
+		/* The application's say for this request, from its head. */
+		size_t m = ps->lim.body_limit(r, ps->lim.ud);
+		if (m < max)
+			max = m;
+	}
+	if (p->flags & F_CHUNKED) {
+		/* A chunked body has no length to check up front; no client of
+		 * ours sends one (the API server sends Content-Length). */
+		return max ? limit(ps, 411, "length_required") : limit(ps, 413, "body_not_allowed");
+	}
+	if ((p->flags & F_CONTENT_LENGTH) && p->content_length > max)
+		return limit(ps, 413, max ? "body_too_large" : "body_not_allowed");
+	return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+	span_add(&parser_of(p)->req->body, at, len);
+	return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+	parser_of(p)->complete = 1;
+	/* Stop right after this message: the bytes behind it are the next
+	 * request's, parsed once this one is answered. */
+	return HPE_PAUSED;
+}
+
+/* ---- the parser ----------------------------------------------------------- */
+
+struct http_parser *http_parser_new(const struct http_parse_limits *lim)
+{
+	struct http_parser *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->lim = *lim;
+	llhttp_settings_init(&p->settings);
+	p->settings.on_method = on_method;
+	p->settings.on_url = on_url;
+	p->settings.on_header_field = on_header_field;
+	p->settings.on_header_value = on_header_value;
+	p->settings.on_header_value_complete = on_header_value_complete;
+	p->settings.on_headers_complete = on_headers_complete;
+	p->settings.on_body = on_body;
+	p->settings.on_message_complete = on_message_complete;
+	return p;
+}
+
+void http_parser_set_body_limit(struct http_parser *p, http_body_limit *fn, void *ud)
+{
+	p->lim.body_limit = fn;
+	p->lim.ud = ud;
+}
+
+void http_parser_free(struct http_parser *p)
+{
+	free(p);
+}
+
+/* What llhttp accepts but we do not.  0 or an HTTP status. */
+static int request_check(const struct http_request *r, const char **code)
+{
+	if (r->version_major != 1) {
+		*code = "bad_version";
+		return 505;
+	}
+	unsigned hosts = 0;
+	http_req_header(r, "host", &hosts);
+	if (hosts > 1 || (r->version_minor >= 1 && hosts == 0)) {
+		*code = "bad_host";
+		return 400;
+	}
+	if (r->path.n == 0 || r->path.p[0] != '/') {
+		*code = "bad_target";
+		return 400;
+	}
+	return 0;
+}
+
+static enum http_parse_status error(struct http_parse_result *out, int status, const char *code,
+				    const char *detail)
+{
+	out->status = status;
+	out->code = code;
+	out->detail = detail;
+	return HTTP_PARSE_ERROR;
+}
+
+enum http_parse_status http_parse(struct http_parser *p, const char *data, size_t len,
+				  struct http_request *req, struct http_parse_result *out)
+{
+	memset(req, 0, offsetof(struct http_request, hname));
+	req->peer = NULL;
+	req->start_us = 0;
+	req->parked = req->park_expired = 0;
+	*out = (struct http_parse_result){0};
+	p->req = req;
+	p->in_field = p->headers_done = p->complete = 0;
+	p->err_status = 0;
+	p->err_code = NULL;
+	llhttp_init(&p->ll, HTTP_REQUEST, &p->settings);
+	p->ll.data = p;
+	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
+
+	if (e == HPE_PAUSED && p->complete) {
+		out->used = (size_t)(llhttp_get_error_pos(&p->ll) - data);
+		if (out->used - req->body.n > p->lim.max_head)
+			return error(out, 431, "head_too_large", NULL);
+		const char *code = NULL;
+		int bad = request_check(req, &code);
+		if (bad)
+			return error(out, bad, code, NULL);
+		out->keep_alive = llhttp_should_keep_alive(&p->ll);
+		return HTTP_PARSE_DONE;
+	}
+	if (e == HPE_OK) {
+		/* Not complete yet: refuse a head that already passed the cap. */
+		if (!p->headers_done && len > p->lim.max_head)
+			return error(out, 431, "head_too_large", NULL);
+		return HTTP_PARSE_MORE;
+	}
+	if (!p->headers_done && req->target.n)
+		split_target(req); /* what there is of it, for the log line */
+	if (p->err_status)
+		return error(out, p->err_status, p->err_code,
+			     p->err_status == 400 ? llhttp_get_error_reason(&p->ll) : NULL);
+	if (e == HPE_INVALID_VERSION)
+		return error(out, 505, "bad_version", NULL);
+	return error(out, 400, "bad_request", llhttp_get_error_reason(&p->ll));
+}

@@ -1,0 +1,284 @@
+/* http_parse on plain buffers, picohttpparser's way: a table of requests
+ * with what each must parse to, every truncated prefix of each (a prefix of
+ * a good request is "more", never an answer; once a prefix is an error,
+ * every longer one is the same error), trailing bytes of the next request
+ * left alone, and the limits.  No socket, no loop. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "http_parse.h"
+
+struct pcase {
+	const char *name;
+	const char *raw;
+	size_t len;          /* 0: strlen(raw) */
+	enum http_parse_status st;
+	int status;          /* ERROR: the status */
+	const char *code;    /* ERROR: the code */
+	/* DONE: */
+	enum http_method method;
+	const char *path, *query, *body;
+	unsigned nheaders;
+	int keep_alive;
+};
+
+#define OK(n, r, m, p, q, b, nh, ka) {n, r, 0, HTTP_PARSE_DONE, 0, NULL, m, p, q, b, nh, ka}
+#define BAD(n, r, s, c) {n, r, 0, HTTP_PARSE_ERROR, s, c, HTTP_M_OTHER, NULL, NULL, NULL, 0, 0}
+
+static const struct pcase cases[] = {
+	OK("get", "GET /x HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 1),
+	OK("query", "GET /x?a=1&b=2 HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/x", "a=1&b=2", "", 1, 1),
+	OK("empty query", "GET /x? HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 1),
+	OK("head 1.0", "HEAD /x HTTP/1.0\r\n\r\n", HTTP_M_HEAD, "/x", "", "", 0, 0),
+	OK("1.0 keep-alive", "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 1),
+	OK("close", "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", HTTP_M_GET, "/", "", "", 2, 0),
+	OK("absolute", "GET http://169.254.169.254/v1/x?y HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/v1/x", "y", "", 1, 1),
+	OK("absolute no path", "GET https://h HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/", "", "", 1, 1),
+	OK("put", "PUT /v1/session HTTP/1.1\r\nHost: a\r\nX-Metadata-Token-TTL-Seconds: 60\r\n\r\n", HTTP_M_PUT, "/v1/session", "", "", 2, 1),
+	OK("post body", "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello", HTTP_M_POST, "/p", "", "hello", 2, 1),
+	OK("other method", "DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_OTHER, "/x", "", "", 1, 1),
+	OK("trailing space", "GET /x HTTP/1.1\r\nHost: a \t\r\nA:  b  \r\n\r\n", HTTP_M_GET, "/x", "", "", 2, 1),
+	OK("cloud-init", "GET /v1/meta-data HTTP/1.1\r\nHost: 169.254.169.254\r\nUser-Agent: Cloud-Init/22.4.2\r\n"
+	   "Accept-Encoding: gzip, deflate\r\nAccept: */*\r\nConnection: keep-alive\r\n\r\n",
+	   HTTP_M_GET, "/v1/meta-data", "", "", 5, 1),
+	BAD("1.1 without host", "GET /x HTTP/1.1\r\n\r\n", 400, "bad_host"),
+	BAD("two hosts", "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_host"),
+	BAD("space before colon", "GET /x HTTP/1.1\r\nHost : a\r\n\r\n", 400, "bad_request"),
+	BAD("cl and te", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "bad_request"),
+	BAD("duplicate cl", "GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", 400, "bad_request"),
+	BAD("body over", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 65\r\n\r\nhello", 413, "body_too_large"),
+	BAD("chunked", "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411, "length_required"),
+	BAD("bare lf", "GET /x HTTP/1.1\nHost: a\n\n", 400, "bad_request"),
+	BAD("obs-fold", "GET /x HTTP/1.1\r\nHost: a\r\nX: b\r\n c\r\n\r\n", 400, "obs_fold"),
+	BAD("ctl in target", "GET /x\x01y HTTP/1.1\r\nHost: a\r\n\r\n", 400, "bad_request"),
+	BAD("lowercase method", "get /x HTTP/1.1\r\nHost: a\r\n\r\n", 400, "bad_request"),
+	BAD("version 1.2", "GET /x HTTP/1.2\r\nHost: a\r\n\r\n", 505, "bad_version"),
+	BAD("version 2.0", "GET /x HTTP/2.0\r\nHost: a\r\n\r\n", 505, "bad_version"),
+	BAD("version 0.9", "GET /x\r\n\r\n", 505, "bad_version"),
+	BAD("no slash", "GET x HTTP/1.1\r\nHost: a\r\n\r\n", 400, "bad_request"),
+	BAD("asterisk form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 400, "bad_target"),
+	BAD("tls hello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400, "bad_request"),
+	{"nul in header", "GET /x HTTP/1.1\r\nHost: a\0b\r\n\r\n", 30, HTTP_PARSE_ERROR, 400, "bad_request",
+	 HTTP_M_OTHER, NULL, NULL, NULL, 0, 0},
+};
+
+static size_t body_limit(const struct http_request *head, void *ud)
+{
+	(void)ud;
+	return head->method == HTTP_M_POST ? 64 : 0;
+}
+
+static const struct http_parse_limits limits = {
+	.max_head = 512, .max_body = 1024, .max_headers = 8, .body_limit = body_limit,
+};
+
+static struct http_parser *parser(void)
+{
+	struct http_parser *p = http_parser_new(&limits);
+	assert_non_null(p);
+	return p;
+}
+
+static int span_is(struct http_span s, const char *want)
+{
+	return s.n == strlen(want) && (s.n == 0 || memcmp(s.p, want, s.n) == 0);
+}
+
+static void check_done(const struct pcase *c, const char *buf, size_t len,
+		       const struct http_request *r, const struct http_parse_result *o)
+{
+	assert_int_equal(o->used, len);
+	assert_int_equal(r->method, c->method);
+	assert_true(span_is(r->path, c->path));
+	assert_true(span_is(r->query, c->query));
+	assert_true(span_is(r->body, c->body));
+	assert_int_equal(r->nheaders, c->nheaders);
+	assert_int_equal(o->keep_alive, c->keep_alive);
+	assert_int_equal(r->version_major, 1);
+	/* Every span lies inside the buffer. */
+	for (unsigned i = 0; i < r->nheaders; i++) {
+		assert_true(r->hname[i].p >= buf && r->hname[i].p + r->hname[i].n <= buf + len);
+		assert_true(r->hvalue[i].n == 0 ||
+			    (r->hvalue[i].p >= buf && r->hvalue[i].p + r->hvalue[i].n <= buf + len));
+	}
+}
+
+static void test_table(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pcase *c = &cases[i];
+		size_t len = c->len ? c->len : strlen(c->raw);
+		struct http_request r;
+		struct http_parse_result o;
+		enum http_parse_status st = http_parse(p, c->raw, len, &r, &o);
+		print_message("case %-20s -> %d %d %s\n", c->name, st, o.status, o.code ? o.code : "");
+		assert_int_equal(st, c->st);
+		if (st == HTTP_PARSE_DONE) {
+			check_done(c, c->raw, len, &r, &o);
+		} else {
+			assert_int_equal(o.status, c->status);
+			assert_string_equal(o.code, c->code);
+		}
+	}
+	http_parser_free(p);
+}
+
+/* Every truncated prefix (which is also what byte-at-a-time arrival looks
+ * like, since each call parses from the first byte): MORE until the first
+ * error, and from there on that same error; never DONE before the end. */
+static void test_every_prefix(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pcase *c = &cases[i];
+		size_t len = c->len ? c->len : strlen(c->raw);
+		int err = 0;
+		for (size_t cut = 0; cut < len; cut++) {
+			struct http_request r;
+			struct http_parse_result o;
+			enum http_parse_status st = http_parse(p, c->raw, cut, &r, &o);
+			if (st == HTTP_PARSE_DONE || (err && st != HTTP_PARSE_ERROR) ||
+			    (st == HTTP_PARSE_ERROR && c->st == HTTP_PARSE_DONE))
+				print_message("%s cut at %zu: %d\n", c->name, cut, st);
+			assert_int_not_equal(st, HTTP_PARSE_DONE);
+			if (c->st == HTTP_PARSE_DONE) {
+				assert_int_equal(st, HTTP_PARSE_MORE);
+			} else if (st == HTTP_PARSE_ERROR) {
+				assert_int_equal(o.status, c->status);
+				assert_string_equal(o.code, c->code);
+				err = 1;
+			} else {
+				assert_false(err);
+			}
+		}
+	}
+	http_parser_free(p);
+}
+
+/* The next request's bytes (or garbage) behind one are not looked at. */
+static void test_trailing_bytes(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	const char *tails[] = {"GET /y HTTP/1.1\r\nHost: a\r\n\r\n", "\x16\x03\x01", "G", "\r\n\r\n"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pcase *c = &cases[i];
+		if (c->st != HTTP_PARSE_DONE)
+			continue;
+		size_t len = strlen(c->raw);
+		for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+			char buf[1024];
+			size_t tl = strlen(tails[t]);
+			assert_true(len + tl <= sizeof(buf));
+			memcpy(buf, c->raw, len);
+			memcpy(buf + len, tails[t], tl);
+			struct http_request r;
+			struct http_parse_result o;
+			assert_int_equal(http_parse(p, buf, len + tl, &r, &o), HTTP_PARSE_DONE);
+			check_done(c, buf, len, &r, &o);
+		}
+	}
+	http_parser_free(p);
+}
+
+static enum http_parse_status parse_str(struct http_parser *p, const char *s, struct http_parse_result *o)
+{
+	struct http_request r;
+	return http_parse(p, s, strlen(s), &r, o);
+}
+
+static void test_limits(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	struct http_parse_result o;
+	char big[2048];
+
+	/* a target longer than the head cap: 414 as soon as it is seen */
+	int n = snprintf(big, sizeof(big), "GET /%0600d", 0);
+	assert_int_equal(http_parse(p, big, (size_t)n, &(struct http_request){0}, &o), HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 414);
+	/* a head past max_head (512): 431 while incomplete, and when complete */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: a\r\nX: %0500d", 0);
+	assert_int_equal(http_parse(p, big, (size_t)n, &(struct http_request){0}, &o), HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 431);
+	assert_string_equal(o.code, "head_too_large");
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: a\r\nX: %0481d\r\n\r\n", 0); /* 513 bytes */
+	assert_int_equal(http_parse(p, big, (size_t)n, &(struct http_request){0}, &o), HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 431);
+	/* exactly at the cap is fine */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: a\r\nX: %0*d\r\n\r\n", 512 - 32, 0);
+	assert_int_equal(n, 512);
+	enum http_parse_status st = http_parse(p, big, (size_t)n, &(struct http_request){0}, &o);
+	print_message("at the cap: %d %d %s\n", st, o.status, o.code ? o.code : "");
+	assert_int_equal(st, HTTP_PARSE_DONE);
+	/* header count: 8 fine, 9 refused */
+	assert_int_equal(parse_str(p, "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 1\r\nD: 1\r\n"
+				      "E: 1\r\nF: 1\r\nG: 1\r\nH: 1\r\n\r\n", &o), HTTP_PARSE_DONE);
+	assert_int_equal(parse_str(p, "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 1\r\nD: 1\r\n"
+				      "E: 1\r\nF: 1\r\nG: 1\r\nH: 1\r\nI: 1\r\n\r\n", &o), HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 431);
+	assert_string_equal(o.code, "too_many_headers");
+	/* the body limit from the head: GET gets none, POST 64 bytes */
+	assert_int_equal(parse_str(p, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx", &o),
+			 HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 413);
+	assert_string_equal(o.code, "body_not_allowed");
+	assert_int_equal(parse_str(p, "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", &o),
+			 HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 413);
+	n = snprintf(big, sizeof(big), "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 64\r\n\r\n%064d", 0);
+	assert_int_equal(http_parse(p, big, (size_t)n, &(struct http_request){0}, &o), HTTP_PARSE_DONE);
+	/* a body still arriving is "more" (the 413 needs no body bytes) */
+	assert_int_equal(http_parse(p, big, (size_t)n - 1, &(struct http_request){0}, &o), HTTP_PARSE_MORE);
+	/* without the hook, max_body is the ceiling */
+	http_parser_set_body_limit(p, NULL, NULL);
+	n = snprintf(big, sizeof(big), "PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1024\r\n\r\n%01024d", 0);
+	assert_int_equal(http_parse(p, big, (size_t)n, &(struct http_request){0}, &o), HTTP_PARSE_DONE);
+	assert_int_equal(parse_str(p, "PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 1025\r\n\r\n", &o),
+			 HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 413);
+	assert_string_equal(o.code, "body_too_large");
+	http_parser_free(p);
+}
+
+/* An error keeps what was read, for the log line: a target read whole is
+ * split; a 400 found by llhttp carries its reason. */
+static void test_error_detail(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	struct http_request r;
+	struct http_parse_result o;
+	const char *s = "GET /v1/x?q HTTP/1.1\r\nHost: a\r\nBad Name: 1\r\n\r\n";
+	assert_int_equal(http_parse(p, s, strlen(s), &r, &o), HTTP_PARSE_ERROR);
+	assert_int_equal(o.status, 400);
+	assert_non_null(o.detail);
+	assert_true(span_is(r.path, "/v1/x"));
+	assert_true(span_is(r.query, "q"));
+	s = "GET /x HTTP/1.1\r\n\r\n";
+	assert_int_equal(http_parse(p, s, strlen(s), &r, &o), HTTP_PARSE_ERROR);
+	assert_null(o.detail); /* our own check: the status's text is the message */
+	http_parser_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_every_prefix),
+		cmocka_unit_test(test_trailing_bytes),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_error_detail),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
