@@ -1,18 +1,23 @@
 /* admission: AdmissionReview (admission.k8s.io/v1) in, AdmissionReview out.
  *
  * Bytes in, a response body out; no I/O, no logging.  Its only state is
- * what it reuses between reviews (the JSON view's buffers, the last patch).
- * The review is read with jview (a validating pass, no DOM); the patch is
- * built and written with json-c.
- * Pods (CREATE, label kubevirt.io=virt-launcher, opted in, not injected)
- * get the imds-server sidecar, its volumes and the injected annotation;
- * VirtualMachines (CREATE, UPDATE) and VirtualMachineInstances (CREATE:
- * KubeVirt refuses VMI spec changes on UPDATE) get the NoCloud DMI serial.
- * Everything else is allowed unchanged.  docs/webhook.md. */
+ * what it reuses between reviews (the JSON view's buffers, the last patch),
+ * held in a struct admission the caller owns.  This module is the envelope:
+ * the review's kind and operation, the answer and the configuration check.
+ * The review is read with jview (a validating pass, no DOM) through
+ * review.h; pods go to pod.c (the sidecar), VirtualMachines (CREATE,
+ * UPDATE) and VirtualMachineInstances (CREATE: KubeVirt refuses VMI spec
+ * changes on UPDATE) to serial.c (the NoCloud DMI serial); the patch is
+ * built with json-c.  Everything else is allowed unchanged.
+ * docs/webhook.md. */
 #ifndef IMDS_ADMISSION_H
 #define IMDS_ADMISSION_H
 
 #include <stddef.h>
+
+#include "jview.h"
+
+struct patch;
 
 /* A real API server caps request bodies at 3 MiB. */
 #define ADMISSION_MAX_BODY (3u << 20)
@@ -24,13 +29,29 @@
 
 #define ADMISSION_SERIAL "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
 
+/* The cluster-wide vendor-data goes into an annotation beside the pod's own
+ * (256 KiB for all of them). */
+#define ADMISSION_VENDOR_DATA_MAX (192u << 10)
+
+#define ADMISSION_DEFAULT_CPU "10m"
+#define ADMISSION_DEFAULT_MEMORY "16Mi"
+#define ADMISSION_DEFAULT_MEMORY_LIMIT "32Mi"
+
 struct admission_config {
 	const char *imds_image;   /* required */
 	int native_sidecar;       /* 1: initContainers entry with restartPolicy: Always (k8s 1.29+); 0: plain container */
 	const char *vendor_data;  /* cluster-wide vendor-data (from --vendor-data-file), NULL if none */
-	const char *cpu, *memory; /* sidecar requests (and limits when Guaranteed); NULL: "10m", "16Mi" */
-	const char *memory_limit; /* limit for non-Guaranteed pods; NULL: "32Mi" */
+	const char *cpu, *memory; /* sidecar requests (and limits when Guaranteed); NULL: the defaults above */
+	const char *memory_limit; /* limit for non-Guaranteed pods; NULL: the default above */
 };
+
+/* What one caller reuses from review to review; fields are private.
+ * Start from ADMISSION_INIT; admission_cleanup() frees it. */
+struct admission {
+	struct jv view;           /* the parsed review, its buffers reused */
+	struct patch *last_patch; /* the last review's, until its answer has left */
+};
+#define ADMISSION_INIT {.view = {.max_depth = ADMISSION_MAX_DEPTH, .max_nodes = ADMISSION_MAX_VALUES}}
 
 enum admission_kind { ADM_KIND_POD, ADM_KIND_VM, ADM_KIND_VMI, ADM_KIND_OTHER };
 enum admission_outcome { ADM_PATCHED, ADM_SKIPPED, ADM_DENIED, ADM_INVALID };
@@ -53,13 +74,14 @@ int admission_config_check(const struct admission_config *cfg, char *err, size_t
  * the next call or at admission_release(), which the webhook calls from
  * the loop's before-sleep hook (after the answer was written).
  * admission_cleanup() frees that and the reused JSON view (at exit). */
-void admission_release(void);
-void admission_cleanup(void);
+void admission_release(struct admission *adm);
+void admission_cleanup(struct admission *adm);
 
-/* body need not be NUL-terminated.  Always fills res; free it with
- * admission_result_free().  Not thread-safe (one JSON view is reused). */
-void admission_handle(const struct admission_config *cfg, const char *body, size_t len,
-		      struct admission_result *res);
+/* cfg passed admission_config_check(); body need not be NUL-terminated.
+ * Always fills res; free it with admission_result_free().  One call at a
+ * time per struct admission. */
+void admission_handle(struct admission *adm, const struct admission_config *cfg, const char *body,
+		      size_t len, struct admission_result *res);
 /* Frees the body; NULL and a freed result are no-ops. */
 void admission_result_free(struct admission_result *res);
 

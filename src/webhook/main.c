@@ -46,6 +46,7 @@ struct webhook {
 	struct http_server *http;
 	struct tls_server *tls;
 	struct admission_config acfg;
+	struct admission adm;
 	struct dfile vendor;
 	struct metrics metrics;
 	struct serve_signals sig;
@@ -61,7 +62,7 @@ static void answer_review(struct webhook *w, const struct http_request *req,
 	w->acfg.vendor_data = vd && vd->len ? vd->data : NULL;
 	struct admission_result ar;
 	memset(&ar, 0, sizeof(ar));
-	admission_handle(&w->acfg, req->body.p, req->body.n, &ar);
+	admission_handle(&w->adm, &w->acfg, req->body.p, req->body.n, &ar);
 	uint64_t us = loop_clock_us() - req->start_us;
 	metrics_observe(&w->metrics, (unsigned)ar.kind, (unsigned)ar.outcome, us);
 	if (ar.outcome != ADM_SKIPPED)
@@ -81,8 +82,8 @@ static void answer_review(struct webhook *w, const struct http_request *req,
 static void before_sleep(struct loop *l, void *data)
 {
 	(void)l;
-	(void)data;
-	admission_release();
+	struct webhook *w = data;
+	admission_release(&w->adm);
 	log_flush();
 }
 
@@ -205,6 +206,7 @@ int main(int argc, char **argv)
 	struct webhook w;
 	memset(&w, 0, sizeof(w));
 	w.sig.fd = -1;
+	w.adm = (struct admission)ADMISSION_INIT;
 	w.acfg = (struct admission_config){
 		.imds_image = image,
 		.native_sidecar = strcmp(mode, "native") == 0,
@@ -267,7 +269,7 @@ int main(int argc, char **argv)
 	}
 	/* After serve's hook: the log, and the last review's DOM once its
 	 * answer has been written. */
-	loop_set_before_sleep(w.loop, before_sleep, NULL);
+	loop_set_before_sleep(w.loop, before_sleep, &w);
 	char where[80];
 	log_info("serving admission reviews on %s (image %s, %s sidecar)",
 		 addr_local(fd, where, sizeof(where)), image, mode);
@@ -286,6 +288,6 @@ out:
 	serve_signals_close(&w.sig);
 	loop_free(w.loop);
 	free(w.metrics_buf);
-	admission_cleanup();
+	admission_cleanup(&w.adm);
 	return status;
 }

@@ -82,10 +82,13 @@ static void check_patch(const char *s, size_t n)
 	free(out);
 }
 
+/* One for the process, reused as the webhook reuses it. */
+static struct admission adm = ADMISSION_INIT;
+
 static void one(const struct admission_config *cfg, const char *body, size_t n)
 {
 	struct admission_result res;
-	admission_handle(cfg, body, n, &res);
+	admission_handle(&adm, cfg, body, n, &res);
 	if (memchr(res.reason, '\0', sizeof(res.reason)) == NULL)
 		abort();
 	if (res.http_status == 500) { /* only out of memory */

@@ -84,12 +84,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "admission_cli: stdin: too large or out of memory\n");
 		return 2;
 	}
+	struct admission adm = ADMISSION_INIT;
 	struct admission_result res;
-	admission_handle(&cfg, body, len, &res);
+	admission_handle(&adm, &cfg, body, len, &res);
 	fwrite(res.body, 1, res.body_len, stdout);
 	fprintf(stderr, "status=%d kind=%s outcome=%s reason=%s\n", res.http_status,
 		admission_kind_name(res.kind), admission_outcome_name(res.outcome), res.reason);
 	admission_result_free(&res);
+	admission_cleanup(&adm);
 	free(body);
 	free(vendor);
 	return 0;

@@ -25,6 +25,8 @@
 #define SERIAL ADMISSION_SERIAL
 #define IMAGE "registry.example/imds-server:v1"
 
+/* One for the whole run, reused review after review as the webhook does. */
+static struct admission adm = ADMISSION_INIT;
 static const struct admission_config NATIVE = {.imds_image = IMAGE, .native_sidecar = 1};
 static const struct admission_config PLAIN = {.imds_image = IMAGE, .native_sidecar = 0};
 
@@ -246,7 +248,7 @@ static void run(const struct admission_config *cfg, const char *body, size_t len
 		struct answer *a)
 {
 	memset(a, 0, sizeof(*a));
-	admission_handle(cfg, body, len, &a->res);
+	admission_handle(&adm, cfg, body, len, &a->res);
 	assert_non_null(a->res.body);
 	a->resp = parse_body(&a->res);
 	if (a->res.http_status != 200) {
@@ -1276,7 +1278,7 @@ static void test_all_fixtures_idempotent(void **state)
 			size_t n;
 			char *raw = fixture_text(all_fixtures[i], &n);
 			struct admission_result r2;
-			admission_handle(cfg, raw, n, &r2);
+			admission_handle(&adm, cfg, raw, n, &r2);
 			assert_int_equal(r2.outcome, a.res.outcome);
 			assert_int_equal(r2.body_len, a.res.body_len);
 			assert_memory_equal(r2.body, a.res.body, r2.body_len);
@@ -1295,7 +1297,7 @@ static void test_all_fixtures_idempotent(void **state)
 static void expect_status(const char *body, size_t len, int status, const char *what)
 {
 	struct admission_result res;
-	admission_handle(&NATIVE, body, len, &res);
+	admission_handle(&adm, &NATIVE, body, len, &res);
 	if (res.http_status != status)
 		fail_msg("%s: HTTP %d, want %d (%s)", what, res.http_status, status, res.reason);
 	assert_non_null(res.body);
@@ -1482,7 +1484,7 @@ static void test_prepasses(void **state)
 		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 			int n = snprintf(buf, sizeof(buf), "%s%.*s%s\"}", head, (int)pad,
 					 "aaaaaaaaaaaaaaaaaaaaaaaa", bad[k]);
-			admission_handle(&NATIVE, buf, (size_t)n, &res);
+			admission_handle(&adm, &NATIVE, buf, (size_t)n, &res);
 			char want[64];
 			snprintf(want, sizeof(want), "invalid UTF-8 at byte %zu", strlen(head) + pad);
 			if (res.http_status != 400 || !strstr(res.body, want))
@@ -1494,7 +1496,7 @@ static void test_prepasses(void **state)
 		 * (and fails later only for having no request). */
 		int n = snprintf(buf, sizeof(buf), "%s%.*s\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
 				 head, (int)pad, "aaaaaaaaaaaaaaaaaaaaaaaa");
-		admission_handle(&NATIVE, buf, (size_t)n, &res);
+		admission_handle(&adm, &NATIVE, buf, (size_t)n, &res);
 		assert_int_equal(res.http_status, 400);
 		assert_null(strstr(res.body, "UTF-8"));
 		admission_result_free(&res);
@@ -1543,7 +1545,7 @@ static void test_truncated_prefixes(void **state)
 			char *p = malloc(len ? len : 1);
 			memcpy(p, s, len);
 			struct admission_result res;
-			admission_handle(&NATIVE, p, len, &res);
+			admission_handle(&adm, &NATIVE, p, len, &res);
 			int want = len < full ? 400 : 200;
 			if (res.http_status != want)
 				fail_msg("%s: prefix of %zu bytes: HTTP %d, want %d", names[f], len, res.http_status, want);
@@ -1713,5 +1715,7 @@ int main(void)
 		cmocka_unit_test(test_patch_builder),
 		cmocka_unit_test(test_config_check),
 	};
-	return cmocka_run_group_tests_name("webhook admission", tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("webhook admission", tests, NULL, NULL);
+	admission_cleanup(&adm);
+	return failed;
 }

@@ -1,0 +1,76 @@
+#include "annotations.h"
+
+#include <errno.h>
+
+#include "jview.h"
+#include "k8s_names.h"
+#include "review.h"
+
+/* imds.kubevirt.io/meta-data: a JSON object of strings, none of them a key
+ * the sidecar writes itself, each name once. */
+static void check_meta_data(struct review *a, struct str v)
+{
+	static const char *const reserved[] = {"instance-id", "local-hostname", "public-keys",
+					       "hostname",    "uuid",           NULL};
+	struct jv j = {.max_depth = 2, .max_nodes = 2 * META_DATA_MAX_KEYS + 2};
+	char err[128];
+	int pr = jv_parse(&j, v.p, v.n, err, sizeof(err));
+	if (pr == -E2BIG) {
+		rv_fail(a, RV_DENY, "%s: more than %d keys", ANN_META_DATA, META_DATA_MAX_KEYS);
+		goto out;
+	}
+	if (pr == -ENOMEM) {
+		rv_fail(a, RV_NOMEM, "out of memory");
+		goto out;
+	}
+	if (pr < 0) {
+		rv_fail(a, RV_DENY, "%s: not JSON (%s); want an object of strings", ANN_META_DATA, err);
+		goto out;
+	}
+	if (jv_type(&j, 0) != JV_OBJECT) {
+		rv_fail(a, RV_DENY, "%s: want a JSON object of strings", ANN_META_DATA);
+		goto out;
+	}
+	for (uint32_t k = jv_first(&j, 0); k != JV_NONE; k = jv_next(&j, 0, k)) {
+		const char *name;
+		size_t n;
+		char q[64];
+		if (jv_str(&j, k, &name, &n) < 0) {
+			rv_fail(a, RV_NOMEM, "out of memory");
+			goto out;
+		}
+		struct str key = {name, n};
+		if (jv_type(&j, k + 1) != JV_STRING) {
+			rv_fail(a, RV_DENY, "%s: the value of %s is not a string", ANN_META_DATA,
+			     rv_shown(key, q, sizeof(q)));
+			goto out;
+		}
+		for (const char *const *r = reserved; *r; r++) {
+			if (str_is(key, *r)) {
+				rv_fail(a, RV_DENY, "%s: %s is set by the sidecar itself", ANN_META_DATA, *r);
+				goto out;
+			}
+		}
+		for (uint32_t e = jv_first(&j, 0); e != k; e = jv_next(&j, 0, e)) {
+			if (jv_str_eq(&j, e, name, n)) {
+				rv_fail(a, RV_DENY, "%s: %s appears twice", ANN_META_DATA,
+				     rv_shown(key, q, sizeof(q)));
+				goto out;
+			}
+		}
+	}
+out:
+	jv_free(&j);
+}
+
+void ann_check_data(struct review *a, uint32_t anns, const char *where)
+{
+	char q[64];
+	struct str v = rv_str(a, anns, ANN_META_DATA, where);
+	if (v.p)
+		check_meta_data(a, v);
+	v = rv_str(a, anns, ANN_SSH_KEYS_SECRET, where);
+	if (v.p && !k8s_dns1123_subdomain(v))
+		rv_fail(a, RV_DENY, "%s: %s is not a Secret name (DNS-1123 subdomain)", ANN_SSH_KEYS_SECRET,
+		     rv_shown(v, q, sizeof(q)));
+}

@@ -1,0 +1,41 @@
+/* annotations: the names of the annotations the webhook reads and writes
+ * (the interface with users and with KubeVirt; docs/annotations.md), and
+ * the checks a pod and a VM or VMI share. */
+#ifndef IMDS_WH_ANNOTATIONS_H
+#define IMDS_WH_ANNOTATIONS_H
+
+#include <stdint.h>
+
+struct review;
+
+#define ANN "imds.kubevirt.io/"
+#define ANN_ENABLED ANN "enabled"
+#define ANN_INJECTED ANN "injected"
+#define ANN_USER_DATA ANN "user-data"
+#define ANN_USER_DATA_SECRET ANN "user-data-secret"
+#define ANN_USER_DATA_CONFIGMAP ANN "user-data-configmap"
+#define ANN_VENDOR_DATA ANN "vendor-data"
+#define ANN_NETWORK_CONFIG ANN "network-config"
+#define ANN_INSTANCE_ID ANN "instance-id"
+#define ANN_TOKEN_AUDIENCE ANN "token-audience"
+#define ANN_TOKEN_EXPIRATION ANN "token-expiration"
+#define ANN_BRIDGE_NAME ANN "bridge-name"
+#define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
+#define ANN_META_DATA ANN "meta-data"
+#define ANN_HOP_LIMIT ANN "hop-limit"
+#define ANN_SESSION ANN "session"
+#define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
+#define ANN_DOMAIN "kubevirt.io/domain"
+#define LABEL_LAUNCHER "kubevirt.io"
+#define LABEL_VM_NAME "vm.kubevirt.io/name"
+
+/* The sidecar's bound on custom meta-data keys (src/sidecar/metajson.h). */
+#define META_DATA_MAX_KEYS 256
+
+/* The annotations a VM or VMI is checked for before its pod exists (the
+ * pod's admission checks them again), so a mistake shows at `kubectl
+ * apply`: meta-data (a JSON object of strings, no reserved key, each key
+ * once) and the SSH keys Secret's name.  anns may be JV_NONE. */
+void ann_check_data(struct review *a, uint32_t anns, const char *where);
+
+#endif
