@@ -4,6 +4,9 @@
 #   requests/s and p50/p99 at 1, 10, 100 connections for /v1/meta-data and
 #   /v1/identity; VmHWM of both servers after the run; the static binary's
 #   size; exec-to-first-accepted-connection time.
+# Beside both, the floor (bench/floor.c): an epoll loop answering canned
+# bytes with no parsing at all.  Then, at 100 connections, what ETags
+# (If-None-Match -> 304) and session tokens (X-Metadata-Token) cost.
 # Anchors (issue "The metadata HTTP server"): binary <= 200 KiB, VmHWM
 # <= 1 MiB at 100 connections, throughput >= nginx on every row, start-up
 # <= 5 ms.  BENCH_SECONDS (default 5) sets each wrk run's length.
@@ -59,10 +62,22 @@ NPID=$!
 PIDS+=("$NPID")
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$NPORT/v1/meta-data" >/dev/null && break; sleep 0.1; done
 
-# wrk_row URL CONNS HEADER -> "rps p50 p99"
+# --- the floor, one per body
+gcc -std=c17 -O2 -Wall -Wextra -Werror -o "$WORK/floor" bench/floor.c
+declare -A FPORT
+for path in /v1/meta-data /v1/identity; do
+	FPORT[$path]=$(free_port)
+	taskset -c "$SRV_CPU" "$WORK/floor" "${FPORT[$path]}" "$WORK/www$path" &
+	PIDS+=($!)
+done
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:${FPORT[/v1/identity]}/" >/dev/null && break; sleep 0.1; done
+
+# wrk_row URL CONNS [HEADER...] -> "rps p50 p99"
 wrk_row() {
-	local out
-	out=$(taskset -c "$CLI_CPU" wrk -t1 -c"$2" -d"${SECS}s" --latency ${3:+-H "$3"} "$1")
+	local out url=$1 conns=$2 h hdrs=()
+	shift 2
+	for h in "$@"; do [[ -n $h ]] && hdrs+=(-H "$h"); done
+	out=$(taskset -c "$CLI_CPU" wrk -t1 -c"$conns" -d"${SECS}s" --latency "${hdrs[@]}" "$url")
 	local rps p50 p99
 	rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' <<<"$out")
 	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
@@ -74,17 +89,40 @@ hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 printf '\nkubevirt-imds benchmark (%s, %d cores, %ss per run; server on cpu %d, wrk on cpu %d)\n\n' \
 	"$(date -u +%FT%TZ)" "$ncpu" "$SECS" "$SRV_CPU" "$CLI_CPU"
-printf '%-14s %5s | %10s %9s %9s | %10s %9s %9s | %s\n' path conns "imds req/s" p50 p99 "nginx rq/s" p50 p99 "imds/nginx"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+printf '%-14s %5s | %10s %9s %9s | %10s %9s %9s | %10s | %10s %10s\n' path conns "imds req/s" p50 p99 \
+	"nginx rq/s" p50 p99 "floor rq/s" "imds/nginx" "imds/floor"
+declare -A I100
 for path in /v1/meta-data /v1/identity; do
 	for c in 1 10 100; do
 		hdr=
 		[[ $path == /v1/identity ]] && hdr='Metadata: true'
 		read -r ir i50 i99 < <(wrk_row "http://127.0.0.1:$IPORT$path" "$c" "$hdr")
 		read -r nr n50 n99 < <(wrk_row "http://127.0.0.1:$NPORT$path" "$c" "$hdr")
-		ratio=$(awk -v a="$ir" -v b="$nr" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-		printf '%-14s %5d | %10s %9s %9s | %10s %9s %9s | %s\n' "$path" "$c" "$ir" "$i50" "$i99" "$nr" "$n50" "$n99" "$ratio"
+		read -r fr _ _ < <(wrk_row "http://127.0.0.1:${FPORT[$path]}$path" "$c" "$hdr")
+		printf '%-14s %5d | %10s %9s %9s | %10s %9s %9s | %10s | %10s %10s\n' "$path" "$c" "$ir" "$i50" "$i99" \
+			"$nr" "$n50" "$n99" "$fr" "$(ratio "$ir" "$nr")" "$(ratio "$ir" "$fr")"
+		[[ $c == 100 ]] && I100[$path]="$ir $fr $nr"
 	done
 done
+
+# --- ETags and sessions at 100 connections, beside the plain rows above
+etag=$(curl -sfI "http://127.0.0.1:$IPORT/v1/meta-data" | tr -d '\r' | sed -n 's/^ETag: //Ip')
+tok=$(curl -sf -X PUT -H 'X-Metadata-Token-TTL-Seconds: 21600' "http://127.0.0.1:$IPORT/v1/session")
+printf '\n%-48s | %10s %9s %9s | %10s %10s %10s\n' "100 connections" "imds req/s" p50 p99 "vs plain" "vs floor" "vs nginx"
+extra_row() { # label path plain-path header...
+	local label=$1 path=$2 base=$3 r50 r99 rr pr fr nr
+	shift 3
+	read -r rr r50 r99 < <(wrk_row "http://127.0.0.1:$IPORT$path" 100 "$@")
+	read -r pr fr nr <<<"${I100[$base]}"
+	printf '%-48s | %10s %9s %9s | %10s %10s %10s\n' "$label" "$rr" "$r50" "$r99" \
+		"$(ratio "$rr" "$pr")" "$(ratio "$rr" "$fr")" "$(ratio "$rr" "$nr")"
+}
+# the same request bytes with a header the server ignores: what a header costs
+extra_row "/v1/meta-data, X-Other: (a header of that size)" /v1/meta-data /v1/meta-data 'X-Other: "0123456789abcdef"'
+extra_row "/v1/meta-data, If-None-Match: current -> 304" /v1/meta-data /v1/meta-data "If-None-Match: $etag"
+extra_row "/v1/meta-data, If-None-Match: another -> 200" /v1/meta-data /v1/meta-data 'If-None-Match: "0000"'
+extra_row "/v1/identity with a session token" /v1/identity /v1/identity 'Metadata: true' "X-Metadata-Token: $tok"
 
 ih=$(hwm "$IPID")
 nh=$(hwm "$NPID")

@@ -41,7 +41,10 @@ struct imds_app {
 	struct blob *custom_seen; /* the custom bytes meta_data was built from (a reference) */
 	char iid[600];
 	struct blob *password;    /* posted by the guest; NULL: none yet */
+	int netcfg_asked;         /* a guest asked for /v1/network-config */
+	int netcfg_told;          /* ... or the log said why it had no effect */
 	struct session *sessions; /* IMDS_SESSIONS_MAX; expires_us 0: free */
+	unsigned sessions_used;   /* slots [0, sessions_used) were ever taken */
 	struct loop *loop;
 	int ino_fd;               /* inotify on the data files' folders; -1: none */
 	char pw_path[4096];       /* IMDS_STATE_DIR/password; "" without a state dir */
@@ -773,7 +776,8 @@ static void do_session(struct imds_app *a, const struct http_request *req,
 		http_res_error(res, 500, "internal", "no randomness for a session token");
 		return;
 	}
-	/* A free (or expired) slot, else the oldest session goes. */
+	/* A free (or expired) slot, the lowest first (so a check scans only as
+	 * many slots as were ever in use at once), else the oldest session goes. */
 	struct session *slot = &a->sessions[0];
 	for (unsigned i = 0; i < IMDS_SESSIONS_MAX; i++) {
 		struct session *s = &a->sessions[i];
@@ -794,6 +798,8 @@ static void do_session(struct imds_app *a, const struct http_request *req,
 			slot->tok[o++] = b64[v >> (18 - 6 * k) & 63];
 	}
 	slot->tok[o] = '\0';
+	if ((unsigned)(slot - a->sessions) >= a->sessions_used)
+		a->sessions_used = (unsigned)(slot - a->sessions) + 1;
 	slot->created_us = req->start_us;
 	slot->expires_us = req->start_us + (uint64_t)ttl * 1000000u;
 	http_res_header(res, "X-Metadata-Token-TTL-Seconds", num);
@@ -809,7 +815,7 @@ static int session_check(struct imds_app *a, const struct http_request *req)
 		return 0;
 	if (many || t->n != IMDS_SESSION_TOKEN_LEN)
 		return -1;
-	for (unsigned i = 0; i < IMDS_SESSIONS_MAX; i++) {
+	for (unsigned i = 0; i < a->sessions_used; i++) {
 		const struct session *s = &a->sessions[i];
 		if (s->expires_us <= req->start_us)
 			continue;
@@ -955,6 +961,21 @@ static size_t body_limit(const struct http_request *head, void *app)
 	return head->method == HTTP_M_POST && os_password_path(head->path) ? IMDS_MAX_BODY : 0;
 }
 
+/* cloud-init asks for network-config before user-data from 24.3 on, and
+ * never over HTTP before that: a network-config nobody asked for by the
+ * first user-data request has no effect on this guest.  Said once. */
+static void netcfg_unasked(struct imds_app *a)
+{
+	if (a->netcfg_asked || a->netcfg_told || !a->cfg->network_config_file)
+		return;
+	a->netcfg_told = 1;
+	struct blob *b = dfile_get(&a->netcfg);
+	if (b && b->len)
+		log_info("network-config: configured, but the guest asked for user-data without asking "
+			 "for network-config first: it is not applied (cloud-init before 24.3 does not "
+			 "fetch network-config over HTTP)");
+}
+
 void imds_handle(const struct http_request *req, struct http_response *res, void *app)
 {
 	struct imds_app *a = app;
@@ -1006,10 +1027,12 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		refresh_meta(a);
 		send_data(req, res, "text/yaml", a->meta_data);
 	} else if (http_span_eq(p, "/v1/user-data")) {
+		netcfg_unasked(a);
 		send_data(req, res, "application/octet-stream", user_data(a));
 	} else if (http_span_eq(p, "/v1/vendor-data")) {
 		send_data(req, res, "application/octet-stream", dfile_get(&a->vendor));
 	} else if (http_span_eq(p, "/v1/network-config")) {
+		a->netcfg_asked = 1;
 		send_data(req, res, "text/yaml", dfile_get(&a->netcfg));
 	} else if (http_span_eq(p, "/v1/identity")) {
 		if (guard(req, res) == 0)

@@ -76,6 +76,9 @@ expect_eq "all configured: dsmode net (network stage applies user-data)" "net:tr
 # cloud-init 22.4 does not request network-config over HTTP; the server still serves it.
 expect_eq "all configured: network-config served byte-exact" "$(sha "$D/netcfg")" \
 	"$(curl -s "$SRV_URL/v1/network-config" | sha256sum | cut -d' ' -f1)"
+NETCFG_UNASKED='network-config: configured, but the guest asked for user-data without asking for network-config first'
+expect_eq "all configured: the log says once why the network-config had no effect (22.4 never asks)" 1 \
+	"$(grep -c "$NETCFG_UNASKED" "$SRV_LOG")"
 fetch seeded read_seeded
 expect_fast_ok "read_seeded"
 expect_eq "read_seeded: user-data byte-exact" "$(sha "$D/ud-200k")" "$(jget "$FETCH_OUT" userdata_sha256)"
@@ -90,7 +93,15 @@ expect_fast_ok "nothing configured"
 expect_eq "nothing configured: empty user-data" 0 "$(jget "$FETCH_OUT" userdata_len)"
 expect_eq "nothing configured: empty vendor-data" 0 "$(jget "$FETCH_OUT" vendordata_len)"
 expect_eq "nothing configured: instance-id" default-testvm "$(jget "$FETCH_OUT" instance_id)"
+expect_eq "nothing configured: no network-config line in the log" 0 "$(grep -c "$NETCFG_UNASKED" "$SRV_LOG")"
 server_stop
+
+# --- 2b: a guest that asks for network-config before user-data (cloud-init 24.3+): no such line
+server_start IMDS_NETWORK_CONFIG_FILE="$D/netcfg"
+curl -s -o /dev/null "$SRV_URL/v1/meta-data" && curl -s -o /dev/null "$SRV_URL/v1/network-config" &&
+	curl -s -o /dev/null "$SRV_URL/v1/user-data"
+server_stop
+expect_eq "network-config asked first: no 'not applied' line in the log" 0 "$(grep -c "$NETCFG_UNASKED" "$SRV_LOG")"
 
 # --- 3: gzip-compressed binary user-data, byte-exact
 printf '#!/bin/sh\necho hello from gzip\n' | gzip -9n >"$D/ud.gz"
