@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build (once) and cache a Debian 12 (bookworm) guest for the VM tests.
+# Build (once) and cache a Debian guest for the VM tests: Debian 12 (bookworm,
+# cloud-init 22.4) or Debian 13 (trixie, cloud-init 25.1).
 #
-#   hack/build-guest-image.sh            # prints the cache dir on its last stdout line
+#   hack/build-guest-image.sh [bookworm|trixie]   # default bookworm; prints the
+#                                                 # cache dir on its last stdout line
 #
 # The guest boots with qemu's -kernel/-initrd and root=/dev/vda (no partition
 # table, no bootloader): see tests/lib/vm.sh. The cache dir holds
@@ -12,8 +14,8 @@
 #   initrd.img   its initramfs (virtio + ext4 only: small and fast under TCG)
 #   manifest     what was built from what
 #
-# The guest: Debian 12 minbase + systemd, udev, linux-image-amd64, cloud-init
-# 22.4 (datasource_list [NoCloud, None]), ifupdown + isc-dhcp-client (eth0 by
+# The guest: Debian minbase + systemd, udev, linux-image-amd64, cloud-init
+# (datasource_list [NoCloud, None]), ifupdown + isc-dhcp-client (eth0 by
 # DHCP), curl; no hostname (cloud-init sets it), empty machine-id, root
 # auto-logged-in on ttyS0, timers and useless services masked.
 #
@@ -32,14 +34,27 @@ set -euo pipefail
 SCRIPT_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 REPO_ROOT="$(cd "$(dirname "$SCRIPT_PATH")/.." && pwd)"
 
-SUITE=bookworm
+SUITE=${1:-bookworm}
+case $SUITE in
+bookworm | trixie) ;;
+*) printf '[build-guest-image] ERROR: suite %s: want bookworm or trixie\n' "$SUITE" >&2; exit 2 ;;
+esac
 VARIANT=minbase
 MIRROR="${IMDS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${IMDS_CACHE_DIR:-$REPO_ROOT/tmp/cache}"
 IMAGE_SIZE=2G
 # what docs/annotations.md needs, plus curl for tests run inside the guest.
 PACKAGES=(systemd-sysv udev linux-image-amd64 cloud-init python3-cffi-backend
-          ifupdown isc-dhcp-client iproute2 netbase curl openssh-server)
+          iproute2 netbase curl openssh-server)
+# The network as each release's cloud images have it: Debian 12 with ifupdown
+# and dhclient (cloud-init's eni renderer); Debian 13 with netplan over
+# systemd-networkd (its netplan renderer, which applies a datasource's
+# network-config at once, where ifupdown leaves an already raised eth0 alone),
+# and e2fsprogs, no longer in trixie's minbase (cc_resizefs runs resize2fs).
+case $SUITE in
+bookworm) PACKAGES+=(ifupdown isc-dhcp-client) ;;
+trixie) PACKAGES+=(netplan.io e2fsprogs) ;;
+esac
 
 log() { printf '[build-guest-image] %s\n' "$*" >&2; }
 die() { printf '[build-guest-image] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -205,25 +220,29 @@ echo 'LANG=C.UTF-8' >"$root/etc/default/locale"
 # Network: classic names (eth0) whatever the kernel command line says.
 mkdir -p "$root/etc/systemd/network"
 ln -sf /dev/null "$root/etc/systemd/network/99-default.link"
-cat >"$root/etc/network/interfaces" <<'EOF'
+if [[ $SUITE == bookworm ]]; then
+	cat >"$root/etc/network/interfaces" <<'EOF'
 # kubevirt-imds test guest
 auto lo
 iface lo inet loopback
 
 source-directory /etc/network/interfaces.d
 EOF
-mkdir -p "$root/etc/network/interfaces.d"
-# eth0 by DHCP. The file name is the one cloud-init's eni renderer writes on
-# Debian: cloud-init replaces it with its own (fallback DHCP, or the
-# datasource's network-config) rather than adding a second eth0 stanza.
-cat >"$root/etc/network/interfaces.d/50-cloud-init" <<'EOF'
+	mkdir -p "$root/etc/network/interfaces.d"
+	# eth0 by DHCP. The file name is the one cloud-init's eni renderer writes on
+	# Debian: cloud-init replaces it with its own (fallback DHCP, or the
+	# datasource's network-config) rather than adding a second eth0 stanza.
+	cat >"$root/etc/network/interfaces.d/50-cloud-init" <<'EOF'
 # Baked by hack/build-guest-image.sh; cloud-init overwrites this file.
 auto eth0
 iface eth0 inet dhcp
 EOF
-# dhclient: give up fast and deterministically if no server answers.
-sed -i -e 's/^#\?timeout .*/timeout 30;/' "$root/etc/dhcp/dhclient.conf"
-grep -q '^timeout ' "$root/etc/dhcp/dhclient.conf" || echo 'timeout 30;' >>"$root/etc/dhcp/dhclient.conf"
+	# dhclient: give up fast and deterministically if no server answers.
+	sed -i -e 's/^#\?timeout .*/timeout 30;/' "$root/etc/dhcp/dhclient.conf"
+	grep -q '^timeout ' "$root/etc/dhcp/dhclient.conf" || echo 'timeout 30;' >>"$root/etc/dhcp/dhclient.conf"
+fi
+# (trixie: no network file at all; cloud-init's local stage writes its fallback
+# netplan, DHCP on eth0, before systemd-networkd starts)
 
 # cloud-init: NoCloud (found via the DMI serial) or nothing.
 mkdir -p "$root/etc/cloud/cloud.cfg.d"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# A real Debian 12 guest (hack/build-guest-image.sh) boots under qemu (TCG) in
+# Real Debian guests (hack/build-guest-image.sh: Debian 12 with cloud-init
+# 22.4, Debian 13 with cloud-init 25.1) boot under qemu (TCG) in
 # a "pod" netns against the real `imds-server run` ($IMDS_SERVER), started
 # with exactly the env and file layout of the container the webhook injects
 # (tests/lib/sidecar_env.py takes them from admission_cli's own patch), and
@@ -20,6 +21,13 @@
 #     init stage, and in the final stage while runcmd polls) and started again as kubelet
 #     restarts a native sidecar: serving within 1 s, plumbing adopted, the
 #     boot completes without errors.
+#   trixie: the masquerade scenario on a Debian 13 guest (cloud-init 25.1,
+#     which finds NoCloud from the DMI serial alone and fetches network-config
+#     over HTTP), with a network-config that gives the NIC matched by its MAC
+#     an extra static address; the guest must show it.
+# Every guest also runs cloud-init's own OpenStack metadata reader (what
+# DataSourceOpenStack uses) against /openstack and reports what it read.
+# TAP lines name the guest and its cloud-init version.
 #
 # Prints the boot timings and the time from the guest's first request to
 # cloud-init's final stage.  VM_BOOT_SCENARIOS (default "masquerade
@@ -39,7 +47,7 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-SCENARIOS=${VM_BOOT_SCENARIOS:-masquerade linklocal}
+SCENARIOS=${VM_BOOT_SCENARIOS:-masquerade linklocal trixie}
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
 TAG="imdsvm$$"
@@ -94,17 +102,31 @@ if [[ ! -x $ADMISSION_CLI || ! -x $IMDS_SERVER ]]; then
 	exit 1
 fi
 
-# --- 1. guest image ---------------------------------------------------------------
-t0=$EPOCHREALTIME
-if ! image_out="$("$REPO/hack/build-guest-image.sh" 2>"${TMPDIR:-/tmp}/$TAG-build.err")"; then
-	not_ok "guest image built (hack/build-guest-image.sh)" "$(tail -n 20 "${TMPDIR:-/tmp}/$TAG-build.err")"
-	rm -f "${TMPDIR:-/tmp}/$TAG-build.err"
+# --- 1. guest images -------------------------------------------------------------------
+# guest_image <suite>: builds (or finds cached) the guest; sets IMG and CI_VER
+# (cloud-init's upstream version, from the image's manifest)
+guest_image() {
+	local t0=$EPOCHREALTIME out err="${TMPDIR:-/tmp}/$TAG-build.err"
+	if ! out="$("$REPO/hack/build-guest-image.sh" "$1" 2>"$err")"; then
+		not_ok "$1 guest image built (hack/build-guest-image.sh $1)" "$(tail -n 20 "$err")"
+		rm -f "$err"
+		return 1
+	fi
+	rm -f "$err"
+	IMG="$(tail -n 1 <<<"$out")"
+	CI_VER="$(sed -n 's/^cloud-init=//p' "$IMG/manifest")"
+	CI_VER=${CI_VER%%-*}
+	ok "$1 guest image (cloud-init $CI_VER) ready in $(vm_elapsed "$t0")s: ${IMG##*/}"
+}
+if ! guest_image bookworm; then
 	tap_done
 	exit 1
 fi
-rm -f "${TMPDIR:-/tmp}/$TAG-build.err"
-IMAGE_DIR="$(tail -n 1 <<<"$image_out")"
-ok "guest image ready in $(vm_elapsed "$t0")s: ${IMAGE_DIR##*/}"
+BOOKWORM_IMG=$IMG BOOKWORM="bookworm (cloud-init $CI_VER)"
+TRIXIE_IMG="" TRIXIE=trixie
+if [[ " $SCENARIOS " == *" trixie "* ]] && guest_image trixie; then
+	TRIXIE_IMG=$IMG TRIXIE="trixie (cloud-init $CI_VER)"
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/imds-vmboot.XXXXXX")"
 
@@ -152,15 +174,42 @@ cat >>"$USER_DATA" <<'EOF'
     content: |
       #!/bin/sh
       # Per boot, outside cloud-final (systemd-run), once cloud-init is done.
-      exec >/dev/ttyS0 2>&1
+      # The lines are gathered first and written with a fresh open of the
+      # console at the end: the serial getty's autologin hangs up (vhangup)
+      # every descriptor of the tty opened before it.
       n=$1
       while [ ! -e /run/cloud-init/result.json ]; do sleep 0.5; done
+      out=$(exec 2>&1
       cloud-init status --long 2>&1 | sed "s/^/IMDS-STATUS boot=$n /"
       echo "IMDS-RESULT boot=$n $(tr -d ' \n' </run/cloud-init/result.json)"
       echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
       echo "IMDS-QUERY boot=$n role=$(cloud-init query ds.meta_data.role 2>&1) tier=$(cloud-init query ds.meta_data.tier 2>&1)"
-      echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)"
+      echo "IMDS-OPENSTACK boot=$n $(/usr/local/sbin/imds-e2e-openstack 2>/dev/null | tr '\n' ' ')"
+      echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)")
+      for i in 1 2 3 4 5; do printf '%s\n' "$out" >/dev/ttyS0 && break; sleep 1; done
+  - path: /usr/local/sbin/imds-e2e-openstack
+    permissions: '0755'
+    content: |
+      #!/usr/bin/python3
+      # cloud-init's own OpenStack metadata reader, as DataSourceOpenStack
+      # runs it, against the sidecar's /openstack: one JSON line of what it read.
+      import hashlib, json
+      from cloudinit.sources.helpers import openstack
+      try:
+          d = openstack.MetadataReader("http://169.254.169.254", timeout=5, retries=2).read_v2()
+      except Exception as e:
+          print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+          raise SystemExit(0)
+      md, ud = d.get("metadata") or {}, d.get("userdata") or b""
+      if isinstance(ud, str):
+          ud = ud.encode()
+      nd = d.get("networkdata") or {}
+      print(json.dumps({"uuid": md.get("uuid"), "hostname": md.get("hostname"),
+                        "public_keys": sorted((md.get("public_keys") or {}).keys()),
+                        "meta": md.get("meta"), "userdata_sha256": hashlib.sha256(ud).hexdigest(),
+                        "vendordata": sorted((d.get("vendordata") or {}).keys()),
+                        "networkdata": sorted(nd.keys())}, sort_keys=True))
   - path: /usr/local/sbin/imds-e2e-poll
     permissions: '0755'
     content: |
@@ -280,6 +329,8 @@ pod_up() {
 	SC_ENV="$work/$name/sidecar.env"
 	mkdir -p "$work/$name"
 	pods+=("$NS")
+	local netcfg_arg=(--del-annotation imds.kubevirt.io/network-config)
+	[[ -n ${POD_NETCFG:-} ]] && netcfg_arg=(--set-annotation "imds.kubevirt.io/network-config=@$POD_NETCFG")
 	vm_pod_create "$NS" k6t-eth0 10.0.2.1/24 || return 1
 	vm_tap_create "$NS" tap0 k6t-eth0 || return 1
 	if [[ $mode == masquerade ]]; then
@@ -288,11 +339,12 @@ pod_up() {
 	else
 		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
 	fi
+	SC_UD=${3:-$USER_DATA}
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
-		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@${3:-$USER_DATA}" \
+		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$SC_UD" \
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
 		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
-		--del-annotation imds.kubevirt.io/network-config >"$SC_ENV" || return 1
+		"${netcfg_arg[@]}" >"$SC_ENV" || return 1
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
 	sidecar_start
@@ -435,8 +487,11 @@ guest_checks() {
 		not_ok "$l: cloud-init status --long: done" "$(line "$con" 'IMDS-STATUS boot=1 ' | head -n 20)" "$(line "$con" 'IMDS-STATUS boot=1 ' 2 | head -n 20)"
 		grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r' | cmt
 	fi
+	# no errors, and from 23.4 on no recoverable ones (WARNINGs) either; the
+	# status lines name both kinds of list, empty
 	got="$(line "$con" 'IMDS-RESULT boot=1 ')"
-	if [[ $got == *'"errors":[]'* ]] && ! grep -aq 'IMDS-STATUS boot=1 .*[Ee]rror' "$con"; then
+	if [[ $got == *'"errors":[]'* && ($got != *recoverable_errors* || $got == *'"recoverable_errors":{}'*) ]] &&
+		! grep -a 'IMDS-STATUS boot=1 ' "$con" | grep -v -e 'errors: \[\]' -e 'recoverable_errors: {}' | grep -q '[Ee]rror'; then
 		ok "$l: cloud-init reports no errors"
 	else
 		not_ok "$l: cloud-init reports no errors" "$got" "$(grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r')"
@@ -448,9 +503,57 @@ guest_checks() {
 	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
+	openstack_checks "$l" "$con" "$ns-$VM_NAME"
 	local n
 	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
 	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
+}
+
+# openstack_checks <label> <console> <instance-id>: what cloud-init's OpenStack
+# metadata reader (imds-e2e-openstack in the guest) read from /openstack
+openstack_checks() {
+	local l=$1 con=$2 iid=$3 got diff
+	got="$(line "$con" 'IMDS-OPENSTACK boot=1 ' | cut -d' ' -f3-)"
+	if diff="$("$PY" - "$got" "$iid" "$VM_NAME" "$(sha256sum <"$SC_UD" | cut -d' ' -f1)" 2>&1 <<'PYEOF'
+import json, sys
+got, iid, name, ud = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+want = {"uuid": iid, "hostname": name, "public_keys": ["ops"], "userdata_sha256": ud,
+        "networkdata": ["links", "networks", "services"]}
+try:
+    g = json.loads(got[got.find("{"):])  # the JSON line, after any log line of the reader's
+except ValueError:
+    print("not JSON: %r" % got)
+    sys.exit(1)
+bad = ["%s: got %r, want %r" % (k, g.get(k), v) for k, v in want.items() if g.get(k) != v]
+meta = g.get("meta") or {}
+if meta.get("role") != "vm-test" or meta.get("tier") != "2024-01-01":
+    bad.append("meta: got %r, want role and tier from the custom meta-data" % meta)
+print("; ".join(bad) if bad else "vendor_data keys %s" % g.get("vendordata"))
+sys.exit(1 if bad else 0)
+PYEOF
+	)"; then
+		ok "$l: cloud-init's OpenStack metadata reader crawls /openstack: meta_data (uuid, hostname, public_keys, custom meta), user_data byte-exact, network_data ($diff)"
+	else
+		not_ok "$l: cloud-init's OpenStack metadata reader crawls /openstack" "$diff" "$(grep -a ' /openstack' "$SC_LOG" | tail -n 20)"
+	fi
+}
+
+# netcfg_checks <label> <console> <boot>: the network-config the sidecar
+# served was applied: the NIC matched by MAC has the extra address (and DHCP's)
+netcfg_checks() {
+	local l=$1 con=$2 b=$3 addrs
+	if grep -aqE ' GET /v1/network-config 200 ' "$SC_LOG"; then
+		ok "$l: the guest asked for network-config over HTTP"
+	else
+		not_ok "$l: the guest asked for network-config over HTTP" "$(grep -a ' GET /v1/' "$SC_LOG" | head -n 20)"
+	fi
+	addrs="$(line "$con" "IMDS-ADDR boot=$b" | cut -d' ' -f3-)"
+	if [[ " $addrs " == *" $NETCFG_ADDR "* && " $addrs " == *" 10.0.2.2/24 "* ]]; then
+		ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's 10.0.2.2/24"
+	else
+		not_ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's 10.0.2.2/24" \
+			"eth0: $addrs" "$(grep -a 'IMDS-ADDR' "$con" | tr -d '\r')"
+	fi
 }
 
 # timings <label> <console>: boot timeline and first request -> final stage
@@ -471,7 +574,7 @@ boot_guest() { # <name> <console> [qemu args]
 	local name=$1 con=$2
 	shift 2
 	timestamp "$con" "$con.ts"
-	if ! VM_MAC=52:54:00:5e:00:02 vm_boot "$NS" tap0 "$IMAGE_DIR" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
+	if ! VM_MAC=52:54:00:5e:00:02 vm_boot "$NS" tap0 "$GUEST_IMG" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi
@@ -496,25 +599,27 @@ ssh_login() {
 }
 
 # --- masquerade scenario ------------------------------------------------------------------
+# scenario_masquerade <dir> <label>: the guest GUEST_IMG, with POD_NETCFG when set
 scenario_masquerade() {
-	local l=masquerade con="$work/masquerade/console.log"
+	local d=$1 l=$2 con="$work/$1/console.log"
 	# not in $(...): pod_up starts background processes and records them
-	if ! pod_up masquerade masquerade >"$work/pod_up.out" 2>&1; then
+	if ! pod_up "$d" masquerade >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: pod netns, tap, dnsmasq, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
 	ok "$l: pod netns, tap, dnsmasq, imds-server run as injected ($(wc -l <"$SC_ENV") env vars)"
-	VM_OVERLAY="$work/masquerade/disk.qcow2" boot_guest "$l" "$con" || return 1
+	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
 	wait_mark "$l: boot 1 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
 	timings "$l boot 1" "$con"
 	M_BOOT1=$B_FINAL M_REQ_FINAL=$B_REQ_FINAL
 	ok "$l: boot 1 to cloud-init final ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)"
 	guest_checks "$l" "$con"
-	if grep -aqE "DHCPACK\\(k6t-eth0\\) 10\\.0\\.2\\.2 52:54:00:5e:00:02" "$work/masquerade/dnsmasq.log"; then
+	if grep -aqE "DHCPACK\\(k6t-eth0\\) 10\\.0\\.2\\.2 52:54:00:5e:00:02" "$work/$d/dnsmasq.log"; then
 		ok "$l: guest got 10.0.2.2 from the pod's dnsmasq"
 	else
-		not_ok "$l: guest got 10.0.2.2 from the pod's dnsmasq" "$(tail -n 20 "$work/masquerade/dnsmasq.log")"
+		not_ok "$l: guest got 10.0.2.2 from the pod's dnsmasq" "$(tail -n 20 "$work/$d/dnsmasq.log")"
 	fi
+	[[ -n ${POD_NETCFG:-} ]] && netcfg_checks "$l" "$con" 1
 	ssh_login "$l"
 
 	# --- 5. second boot on the same disk -------------------------------------------------
@@ -541,7 +646,7 @@ scenario_masquerade() {
 	# instance: the check above would prove nothing if it never ran)
 	local baked
 	if command -v debugfs >/dev/null && command -v ssh-keygen >/dev/null &&
-		debugfs -R 'cat /etc/ssh/ssh_host_ed25519_key.pub' "$IMAGE_DIR/rootfs.img" >"$work/baked.pub" 2>/dev/null &&
+		debugfs -R 'cat /etc/ssh/ssh_host_ed25519_key.pub' "$GUEST_IMG/rootfs.img" >"$work/baked.pub" 2>/dev/null &&
 		baked="$(ssh-keygen -lf "$work/baked.pub" 2>/dev/null | awk '{print $NF "=" $2}')" && [[ -n $baked ]]; then
 		if [[ -n $k1 ]] && ! grep -qxF -- "$baked" <<<"$k1"; then
 			ok "$l: boot 1 regenerated the image's SSH host keys (cc_ssh, per instance)"
@@ -600,7 +705,7 @@ restart_during_boot() {
 
 # --- 6. link-local scenario ----------------------------------------------------------------
 scenario_linklocal() {
-	local l=linklocal con="$work/linklocal/console.log" netcfg
+	local l="$BOOKWORM link-local" con="$work/linklocal/console.log" netcfg
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up linklocal linklocal "$USER_DATA_POLL" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
@@ -626,11 +731,34 @@ scenario_linklocal() {
 	vm_stop "$VM_PIDFILE" 2
 }
 
-M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=- R2_MS=-
+# The Debian 13 guest's network-config: the NIC matched by its MAC keeps DHCP
+# and gets an extra static address.
+NETCFG_ADDR=192.168.77.7/24
+NETCFG_FILE=$work/network-config
+cat >"$NETCFG_FILE" <<EOF
+version: 2
+ethernets:
+  nic0:
+    match:
+      macaddress: "52:54:00:5e:00:02"
+    set-name: eth0
+    dhcp4: true
+    addresses: [$NETCFG_ADDR]
+EOF
+
+M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=- R2_MS=- T_BOOT1=- T_BOOT2=- T_REQ_FINAL=-
 for s in $SCENARIOS; do
 	case $s in
-	masquerade) scenario_masquerade ;;
-	linklocal) scenario_linklocal ;;
+	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_masquerade masquerade "$BOOKWORM masquerade" ;;
+	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
+	trixie)
+		if [[ -n $TRIXIE_IMG ]]; then
+			M0="$M_BOOT1 $M_BOOT2 $M_REQ_FINAL"
+			GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_masquerade trixie "$TRIXIE"
+			T_BOOT1=$M_BOOT1 T_BOOT2=$M_BOOT2 T_REQ_FINAL=$M_REQ_FINAL
+			read -r M_BOOT1 M_BOOT2 M_REQ_FINAL <<<"$M0"
+		fi
+		;;
 	*) not_ok "unknown scenario $s" ;;
 	esac
 done
@@ -641,8 +769,9 @@ else
 	ok "sidecar logs free of sanitizer reports ($VARIANT)"
 fi
 total="$(vm_elapsed "$T_START")"
-echo "# VM stage ($VARIANT): masquerade boot 1 ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)," \
+echo "# VM stage ($VARIANT): $BOOKWORM masquerade boot 1 ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)," \
 	"boot 2 ${M_BOOT2}s; link-local ${L_BOOT}s with two sidecar restarts (first request -> final ${L_REQ_FINAL}s," \
-	"polling guest served ${R2_MS}ms after a restart); total ${total}s"
+	"polling guest served ${R2_MS}ms after a restart); $TRIXIE boot 1 ${T_BOOT1}s (first request -> final" \
+	"${T_REQ_FINAL}s), boot 2 ${T_BOOT2}s; total ${total}s"
 ok "VM stage total ${total}s ($VARIANT)"
 tap_done

@@ -106,16 +106,23 @@ vm_tap_delete() {
 
 # vm_dhcp_start <netns> <bridge> <logfile> [guest-ip] [router]: dnsmasq as
 # the pod's DHCP server (DHCP only, no DNS, no lease file, one address).
-# Sets VM_DNSMASQ_PIDFILE.
+# VM_DHCP6=1: DHCPv6 as well. Sets VM_DNSMASQ_PIDFILE.
 vm_dhcp_start() {
-  local ns=$1 br=$2 logf=$3 ip=${4:-10.0.2.2} router=${5:-10.0.2.1}
+  local ns=$1 br=$2 logf=$3 ip=${4:-10.0.2.2} router=${5:-10.0.2.1} v6=()
   logf="$(realpath -m "$logf")"
   VM_DNSMASQ_PIDFILE="$logf.pid"
   : >"$logf"
+  if [[ ${VM_DHCP6:-0} == 1 ]]; then
+    # DHCPv6 too, announced by router advertisements (fd10:0:2::2, as
+    # KubeVirt's dual-stack masquerade): cloud-init 24+'s fallback network
+    # config asks for DHCPv6 as well, and a guest waits for it to be online.
+    ip -n "$ns" -6 addr add fd10:0:2::1/64 dev "$br" nodad || { vm_log "bridge IPv6 address"; return 1; }
+    v6=(--dhcp-range="fd10:0:2::2,fd10:0:2::2,64,1h" --enable-ra)
+  fi
   ip netns exec "$ns" dnsmasq \
     --conf-file=/dev/null --port=0 \
     --interface="$br" --bind-interfaces --except-interface=lo \
-    --dhcp-range="$ip,$ip,255.255.255.0,1h" \
+    --dhcp-range="$ip,$ip,255.255.255.0,1h" "${v6[@]}" \
     --dhcp-option=option:router,"$router" \
     --dhcp-leasefile=/dev/null --leasefile-ro --dhcp-authoritative --no-ping \
     --log-dhcp --log-facility="$logf" \
