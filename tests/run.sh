@@ -60,19 +60,29 @@ run_suite() { # name cmd...
 	local st=$?
 	record "$name" "$log" "$st"
 	echo "   ($((SECONDS - t0)) s, log: ${log#"$REPO"/})"
+	stage_add $((SECONDS - t0))
 }
+
+# Seconds per stage, printed at the end (CI's budget is 90 min on 2 cores).
+declare -A STAGE_S=()
+STAGES=()
+STAGE=
+stage() { STAGE=$1; STAGES+=("$1"); STAGE_S[$1]=0; }
+stage_add() { STAGE_S[$STAGE]=$((STAGE_S[$STAGE] + $1)); }
 
 build() { # name make-args...
 	local name=$1
 	shift
 	local log="$OUT/build-$name.log"
 	echo "== build $name"
+	local t0=$SECONDS
 	if make --no-print-directory "$@" >"$log" 2>&1; then
-		pass=$((pass + 1)); echo "  [ ok ] build $name"
+		pass=$((pass + 1)); echo "  [ ok ] build $name ($((SECONDS - t0)) s)"
 	else
 		fail=$((fail + 1)); failed_names+=("build $name")
 		echo "  [FAIL] build $name"; tail -n 30 "$log" | sed 's/^/         /'
 	fi
+	stage_add $((SECONDS - t0))
 }
 
 unit_suite() { # variant
@@ -107,6 +117,7 @@ fuzz_one() { # target seconds
 }
 
 echo "kubevirt-imds test suite ($(date -u +%FT%TZ))"
+stage build
 build debug all
 build debug-tests VARIANT=debug unit-bins
 build asan asan
@@ -114,17 +125,21 @@ build static static
 build fuzz fuzz
 
 export IMDS_TEST_TMPDIR=$OUT
+stage lint
 run_suite "lint/static-analysis" hack/static-analysis.sh
+stage unit
 for v in debug asan; do
 	run_suite "unit/$v" unit_suite "$v"
 done
 for v in debug asan; do
+	stage "integration ($v)"
 	for s in tests/integration/*.sh; do
 		[[ -e "$s" ]] || continue
 		n=$(basename "$s" .sh)
 		run_suite "$n/$v" env IMDS_SERVER="$REPO/build/$v/imds-server" IMDS_VARIANT="$v" bash "$s"
 	done
 done
+stage fuzz
 for f in build/fuzz/fuzz/fuzz_*; do
 	[[ -x "$f" ]] || continue
 	t=$(basename "$f")
@@ -135,6 +150,10 @@ for f in build/fuzz/fuzz/fuzz_*; do
 done
 
 echo
+line="stage times:"
+[[ -n ${IMDS_INSTALL_SECONDS:-} ]] && line+=" install ${IMDS_INSTALL_SECONDS} s,"
+for s in "${STAGES[@]}"; do line+=" $s ${STAGE_S[$s]} s,"; done
+echo "$line total $SECONDS s"
 if ((fail)); then
 	echo "failed:"
 	printf '  %s\n' "${failed_names[@]}"
