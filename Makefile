@@ -33,8 +33,8 @@ WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # compile); a program's file sees src/core and its own folder, never the
 # other program's.  Tests and fuzzers see the folder of the program they test.
 WH_CPPFLAGS := -Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS))
-SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),-Isrc/sidecar,$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS)))
-DIR_CPPFLAGS = $(if $(findstring test_wh_,$@)$(filter $(WH_FUZZ),$@)$(findstring admission_cli,$@),$(WH_CPPFLAGS),-Isrc/sidecar)
+SC_CPPFLAGS := -Isrc/sidecar
+SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),$(SC_CPPFLAGS),$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS)))
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -85,6 +85,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 WH_FUZZ := $(B)/fuzz/fuzz_admission $(B)/fuzz/fuzz_jview
+CORE_FUZZ := $(B)/fuzz/fuzz_http_parse
 
 .PHONY: all server webhook build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server
@@ -157,13 +158,14 @@ $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 $(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
-# Unit tests and fuzzers: test_wh_* and $(WH_FUZZ) belong to the webhook.
+# Unit tests and fuzzers, each rule with its folder's include path: test_wh_*
+# and $(WH_FUZZ) belong to the webhook, $(CORE_FUZZ) to the core.
 $(B)/tests/test_wh_%: tests/unit/webhook/test_wh_%.c $(WH_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS_COMMON) $(WH_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
 $(B)/tests/%: tests/unit/sidecar/%.c $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
+	$(CC) $(CPPFLAGS_COMMON) $(SC_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(LIBS) -lcmocka
 # The core's tests see the core alone, as the core does.
 $(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
 	@mkdir -p $(@D)
@@ -172,14 +174,17 @@ $(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
 # The admission module without TLS, for tests/integration/webhook_patch.sh.
 $(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
+	$(CC) $(CPPFLAGS_COMMON) $(WH_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
 $(WH_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(WH_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
+	$(CC) $(CPPFLAGS_COMMON) $(WH_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
+$(CORE_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(B)/libcore.a $(B)/libllhttp.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a
 $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(DIR_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+	$(CC) $(CPPFLAGS_COMMON) $(SC_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
 
 ## test: everything `make test` runs (unit, ASan, integration, fuzz); ends with "N passed, N failed"
 test:
