@@ -138,6 +138,46 @@ static int get_addr(struct nl_span s, uint8_t family, uint8_t out[16], int *has)
 	return 0;
 }
 
+/* Optional attributes: absent leaves *v as it is; present must be whole. */
+static int opt_u32(struct nl_span s, uint32_t *v)
+{
+	return s.p ? get_u32(s, v) : 0;
+}
+
+static int opt_u16(struct nl_span s, uint16_t *v)
+{
+	return s.p ? get_u16(s, v) : 0;
+}
+
+/* An interface index (kernel u32, ours int). */
+static int opt_ifindex(struct nl_span s, int *v)
+{
+	uint32_t u;
+	int ret;
+	if (!s.p)
+		return 0;
+	if ((ret = get_u32(s, &u)))
+		return ret;
+	*v = (int)u;
+	return 0;
+}
+
+/* The shape every rtnetlink message shares: one of two types (-ENOMSG
+ * otherwise), a fixed header copied out to hdr, then attributes up to max
+ * (-EBADMSG when the header or an attribute does not fit). */
+static int msg_open(const struct nl_msgview *m, uint16_t t_new, uint16_t t_del, void *hdr,
+		    size_t hdrlen, struct nl_span *tb, unsigned max)
+{
+	const size_t hl = AL4(hdrlen);
+
+	if (m->type != t_new && m->type != t_del)
+		return -ENOMSG;
+	if (m->payload.n < hl)
+		return -EBADMSG;
+	memcpy(hdr, m->payload.p, hdrlen);
+	return attrs(m->payload.p + hl, m->payload.n - hl, tb, max);
+}
+
 static int parse_linkinfo(struct nl_span s, struct nl_link *out)
 {
 	struct nl_span tb[IFLA_INFO_MAX + 1];
@@ -178,18 +218,10 @@ int nl_parse_link(const struct nl_msgview *m, struct nl_link *out)
 {
 	struct ifinfomsg ifi;
 	struct nl_span tb[IFLA_MAX + 1];
-	const size_t hl = AL4(sizeof(ifi));
-	uint32_t v;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (m->type != RTM_NEWLINK && m->type != RTM_DELLINK)
-		return -ENOMSG;
-	if (m->payload.n < hl)
-		return -EBADMSG;
-	memcpy(&ifi, m->payload.p, sizeof(ifi));
-	ret = attrs(m->payload.p + hl, m->payload.n - hl, tb, IFLA_MAX);
-	if (ret)
+	if ((ret = msg_open(m, RTM_NEWLINK, RTM_DELLINK, &ifi, sizeof(ifi), tb, IFLA_MAX)))
 		return ret;
 	if (ifi.ifi_index <= 0 || !tb[IFLA_IFNAME].p)
 		return -EBADMSG;
@@ -198,18 +230,10 @@ int nl_parse_link(const struct nl_msgview *m, struct nl_link *out)
 	out->type = ifi.ifi_type;
 	if ((ret = get_str(tb[IFLA_IFNAME], out->name, sizeof(out->name))))
 		return ret;
-	if (tb[IFLA_MTU].p && (ret = get_u32(tb[IFLA_MTU], &out->mtu)))
+	if ((ret = opt_u32(tb[IFLA_MTU], &out->mtu)) ||
+	    (ret = opt_ifindex(tb[IFLA_MASTER], &out->master)) ||
+	    (ret = opt_ifindex(tb[IFLA_LINK], &out->link)))
 		return ret;
-	if (tb[IFLA_MASTER].p) {
-		if ((ret = get_u32(tb[IFLA_MASTER], &v)))
-			return ret;
-		out->master = (int)v;
-	}
-	if (tb[IFLA_LINK].p) {
-		if ((ret = get_u32(tb[IFLA_LINK], &v)))
-			return ret;
-		out->link = (int)v;
-	}
 	out->link_netnsid_set = tb[IFLA_LINK_NETNSID].p != NULL;
 	if (tb[IFLA_ADDRESS].n == 6) {
 		memcpy(out->mac, tb[IFLA_ADDRESS].p, 6);
@@ -226,16 +250,10 @@ int nl_parse_addr(const struct nl_msgview *m, struct nl_addr *out)
 {
 	struct ifaddrmsg ifa;
 	struct nl_span tb[IFA_MAX + 1];
-	const size_t hl = AL4(sizeof(ifa));
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (m->type != RTM_NEWADDR && m->type != RTM_DELADDR)
-		return -ENOMSG;
-	if (m->payload.n < hl)
-		return -EBADMSG;
-	memcpy(&ifa, m->payload.p, sizeof(ifa));
-	if ((ret = attrs(m->payload.p + hl, m->payload.n - hl, tb, IFA_MAX)))
+	if ((ret = msg_open(m, RTM_NEWADDR, RTM_DELADDR, &ifa, sizeof(ifa), tb, IFA_MAX)))
 		return ret;
 	if (addr_len(ifa.ifa_family) < 0 || ifa.ifa_prefixlen > 8 * addr_len(ifa.ifa_family))
 		return -EBADMSG;
@@ -253,17 +271,10 @@ int nl_parse_route(const struct nl_msgview *m, struct nl_route *out)
 {
 	struct rtmsg rtm;
 	struct nl_span tb[RTA_MAX + 1];
-	const size_t hl = AL4(sizeof(rtm));
-	uint32_t v;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (m->type != RTM_NEWROUTE && m->type != RTM_DELROUTE)
-		return -ENOMSG;
-	if (m->payload.n < hl)
-		return -EBADMSG;
-	memcpy(&rtm, m->payload.p, sizeof(rtm));
-	if ((ret = attrs(m->payload.p + hl, m->payload.n - hl, tb, RTA_MAX)))
+	if ((ret = msg_open(m, RTM_NEWROUTE, RTM_DELROUTE, &rtm, sizeof(rtm), tb, RTA_MAX)))
 		return ret;
 	out->family = rtm.rtm_family;
 	out->dst_len = rtm.rtm_dst_len;
@@ -276,36 +287,23 @@ int nl_parse_route(const struct nl_msgview *m, struct nl_route *out)
 		return 0;
 	if (rtm.rtm_dst_len > 8 * addr_len(rtm.rtm_family))
 		return -EBADMSG;
-	if (tb[RTA_TABLE].p && (ret = get_u32(tb[RTA_TABLE], &out->table)))
-		return ret;
-	if ((ret = get_addr(tb[RTA_DST], rtm.rtm_family, out->dst, &out->has_dst)) ||
+	if ((ret = opt_u32(tb[RTA_TABLE], &out->table)) ||
+	    (ret = get_addr(tb[RTA_DST], rtm.rtm_family, out->dst, &out->has_dst)) ||
 	    (ret = get_addr(tb[RTA_GATEWAY], rtm.rtm_family, out->gw, &out->has_gw)) ||
-	    (ret = get_addr(tb[RTA_PREFSRC], rtm.rtm_family, out->prefsrc, &out->has_prefsrc)))
+	    (ret = get_addr(tb[RTA_PREFSRC], rtm.rtm_family, out->prefsrc, &out->has_prefsrc)) ||
+	    (ret = opt_ifindex(tb[RTA_OIF], &out->oif)))
 		return ret;
-	if (tb[RTA_OIF].p) {
-		if ((ret = get_u32(tb[RTA_OIF], &v)))
-			return ret;
-		out->oif = (int)v;
-	}
-	if (tb[RTA_PRIORITY].p && (ret = get_u32(tb[RTA_PRIORITY], &out->priority)))
-		return ret;
-	return 0;
+	return opt_u32(tb[RTA_PRIORITY], &out->priority);
 }
 
 int nl_parse_rule(const struct nl_msgview *m, struct nl_rule *out)
 {
 	struct fib_rule_hdr frh;
 	struct nl_span tb[FRA_MAX + 1];
-	const size_t hl = AL4(sizeof(frh));
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (m->type != RTM_NEWRULE && m->type != RTM_DELRULE)
-		return -ENOMSG;
-	if (m->payload.n < hl)
-		return -EBADMSG;
-	memcpy(&frh, m->payload.p, sizeof(frh));
-	if ((ret = attrs(m->payload.p + hl, m->payload.n - hl, tb, FRA_MAX)))
+	if ((ret = msg_open(m, RTM_NEWRULE, RTM_DELRULE, &frh, sizeof(frh), tb, FRA_MAX)))
 		return ret;
 	out->family = frh.family;
 	out->src_len = frh.src_len;
@@ -316,11 +314,9 @@ int nl_parse_rule(const struct nl_msgview *m, struct nl_rule *out)
 		return 0;
 	if (frh.src_len > 8 * addr_len(frh.family) || frh.dst_len > 8 * addr_len(frh.family))
 		return -EBADMSG;
-	if (tb[FRA_TABLE].p && (ret = get_u32(tb[FRA_TABLE], &out->table)))
-		return ret;
-	if (tb[FRA_PRIORITY].p && (ret = get_u32(tb[FRA_PRIORITY], &out->priority)))
-		return ret;
-	if ((ret = get_addr(tb[FRA_SRC], frh.family, out->src, &out->has_src)) ||
+	if ((ret = opt_u32(tb[FRA_TABLE], &out->table)) ||
+	    (ret = opt_u32(tb[FRA_PRIORITY], &out->priority)) ||
+	    (ret = get_addr(tb[FRA_SRC], frh.family, out->src, &out->has_src)) ||
 	    (ret = get_addr(tb[FRA_DST], frh.family, out->dst, &out->has_dst)))
 		return ret;
 	out->has_iif = tb[FRA_IIFNAME].p != NULL;
@@ -333,17 +329,10 @@ int nl_parse_neigh(const struct nl_msgview *m, struct nl_neigh *out)
 {
 	struct ndmsg ndm;
 	struct nl_span tb[NDA_MAX + 1];
-	const size_t hl = AL4(sizeof(ndm));
-	uint32_t v;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (m->type != RTM_NEWNEIGH && m->type != RTM_DELNEIGH)
-		return -ENOMSG;
-	if (m->payload.n < hl)
-		return -EBADMSG;
-	memcpy(&ndm, m->payload.p, sizeof(ndm));
-	if ((ret = attrs(m->payload.p + hl, m->payload.n - hl, tb, NDA_MAX)))
+	if ((ret = msg_open(m, RTM_NEWNEIGH, RTM_DELNEIGH, &ndm, sizeof(ndm), tb, NDA_MAX)))
 		return ret;
 	out->family = ndm.ndm_family;
 	out->ifindex = ndm.ndm_ifindex;
@@ -353,14 +342,9 @@ int nl_parse_neigh(const struct nl_msgview *m, struct nl_neigh *out)
 		memcpy(out->lladdr, tb[NDA_LLADDR].p, 6);
 		out->has_lladdr = 1;
 	}
-	if (tb[NDA_MASTER].p) {
-		if ((ret = get_u32(tb[NDA_MASTER], &v)))
-			return ret;
-		out->master = (int)v;
-	}
-	if (tb[NDA_VLAN].p && (ret = get_u16(tb[NDA_VLAN], &out->vlan)))
+	if ((ret = opt_ifindex(tb[NDA_MASTER], &out->master)))
 		return ret;
-	return 0;
+	return opt_u16(tb[NDA_VLAN], &out->vlan);
 }
 
 int nl_parse_error(const struct nl_msgview *m, struct nl_error *out)
