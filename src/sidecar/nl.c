@@ -473,14 +473,19 @@ void nl_close(struct nl_sock *s)
 
 int nl_open(struct nl_sock *s, const unsigned *groups, size_t ngroups, char *err, size_t errlen)
 {
+	return nl_open_proto(s, NETLINK_ROUTE, groups, ngroups, err, errlen);
+}
+
+int nl_open_proto(struct nl_sock *s, int proto, const unsigned *groups, size_t ngroups, char *err,
+		  size_t errlen)
+{
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	socklen_t salen = sizeof(sa);
 	int one = 1;
 	int ret;
 
 	nl_sock_init(s);
-	s->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | (ngroups ? SOCK_NONBLOCK : 0),
-		       NETLINK_ROUTE);
+	s->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | (ngroups ? SOCK_NONBLOCK : 0), proto);
 	if (s->fd < 0) {
 		ret = -errno;
 		seterr(err, errlen, "netlink socket: %s", strerror(errno));
@@ -502,7 +507,8 @@ int nl_open(struct nl_sock *s, const unsigned *groups, size_t ngroups, char *err
 		/* Strict checking makes the kernel filter dumps by the header
 		 * we send and reject junk in it, instead of ignoring it. */
 		struct timeval tv = {.tv_sec = 5};
-		setsockopt(s->fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one));
+		if (proto == NETLINK_ROUTE)
+			setsockopt(s->fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one));
 		/* A lost reply must not hang the event loop forever. */
 		setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
@@ -547,6 +553,19 @@ static int sendreq(struct nl_sock *s, struct nlmsghdr *req)
 	if (n < 0)
 		return -errno;
 	return (size_t)n == req->nlmsg_len ? 0 : -EMSGSIZE;
+}
+
+int nl_send_raw(struct nl_sock *s, const void *buf, size_t len)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	ssize_t n;
+
+	do
+		n = sendto(s->fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EMSGSIZE;
 }
 
 /* One datagram from the kernel (nl_pid 0), or -errno; a timeout on the
@@ -666,6 +685,11 @@ int nl_dump(struct nl_sock *s, struct nlmsghdr *req, nl_dump_fn *fn, void *ud, c
 	}
 }
 
+int nl_recv(struct nl_sock *s, uint8_t *buf, size_t cap, size_t *len)
+{
+	return recvone(s, buf, cap, len);
+}
+
 int nl_recv_events(struct nl_sock *s, uint8_t *buf, size_t cap, size_t *len)
 {
 	int ret = recvone(s, buf, cap, len);
@@ -691,6 +715,7 @@ static const char *what_msg(int type)
 	case RTM_DELRULE: return "RTM_DELRULE";
 	case RTM_GETRULE: return "RTM_GETRULE";
 	case RTM_GETNEIGH: return "RTM_GETNEIGH";
+	case RTM_NEWNEIGH: return "RTM_NEWNEIGH";
 	default: return "rtnetlink";
 	}
 }
@@ -982,6 +1007,7 @@ int nl_link_set(struct nl_sock *s, int ifindex, const struct nl_link_set *c, cha
 		req.i.ifi_change = IFF_UP;
 	}
 	if ((c->master > 0 && nl_attr_put_u32(&req.n, sizeof(req), IFLA_MASTER, (uint32_t)c->master)) ||
+	    (c->nomaster && nl_attr_put_u32(&req.n, sizeof(req), IFLA_MASTER, 0)) ||
 	    (c->mtu && nl_attr_put_u32(&req.n, sizeof(req), IFLA_MTU, c->mtu)) ||
 	    (c->mac && nl_attr_put(&req.n, sizeof(req), IFLA_ADDRESS, c->mac, 6)))
 		return -EMSGSIZE;
@@ -1070,6 +1096,52 @@ int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8
 	    nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, 4) ||
 	    nl_attr_put_u32(&req.n, sizeof(req), RTA_OIF, (uint32_t)oif) ||
 	    (prefsrc && nl_attr_put(&req.n, sizeof(req), RTA_PREFSRC, prefsrc, 4)))
+		return -EMSGSIZE;
+	return talk(s, &req.n, what, err, errlen);
+}
+
+int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
+		  char *err, size_t errlen)
+{
+	struct {
+		struct nlmsghdr n;
+		struct ndmsg nd;
+		char buf[64];
+	} req = {
+		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct ndmsg)),
+		      .nlmsg_type = RTM_NEWNEIGH,
+		      .nlmsg_flags = (uint16_t)(NLM_F_CREATE | NLM_F_REPLACE)},
+		.nd = {.ndm_family = AF_INET, .ndm_ifindex = ifindex, .ndm_state = NUD_PERMANENT},
+	};
+	char what[64];
+
+	snprintf(what, sizeof(what), "%u.%u.%u.%u on ifindex %d", ip[0], ip[1], ip[2], ip[3],
+		 ifindex);
+	if (nl_attr_put(&req.n, sizeof(req), NDA_DST, ip, 4) ||
+	    nl_attr_put(&req.n, sizeof(req), NDA_LLADDR, mac, 6))
+		return -EMSGSIZE;
+	return talk(s, &req.n, what, err, errlen);
+}
+
+int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
+		  char *err, size_t errlen)
+{
+	struct {
+		struct nlmsghdr n;
+		struct rtmsg r;
+		char buf[64];
+	} req = {
+		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct rtmsg)),
+		      .nlmsg_type = RTM_DELROUTE},
+		.r = {.rtm_family = AF_INET, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
+		      .rtm_scope = RT_SCOPE_NOWHERE},
+	};
+	char what[64];
+
+	snprintf(what, sizeof(what), "%u.%u.%u.%u/%u table %u", dst[0], dst[1], dst[2], dst[3],
+		 dst_len, table);
+	if (nl_attr_put_u32(&req.n, sizeof(req), RTA_TABLE, table) ||
+	    (dst_len && nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, 4)))
 		return -EMSGSIZE;
 	return talk(s, &req.n, what, err, errlen);
 }

@@ -156,6 +156,10 @@ struct nl_sock {
  * RTNLGRP_* groups given, with a large receive buffer.  Without groups it
  * is a blocking request socket with strict dump checking.  0 or -errno. */
 int nl_open(struct nl_sock *s, const unsigned *groups, size_t ngroups, char *err, size_t errlen);
+/* The same for another netlink protocol (NETLINK_NETFILTER: nft.c); strict
+ * dump checking is rtnetlink's only. */
+int nl_open_proto(struct nl_sock *s, int proto, const unsigned *groups, size_t ngroups, char *err,
+		  size_t errlen);
 void nl_close(struct nl_sock *s); /* safe on a closed/zeroed socket (fd < 0 or 0 via nl_sock_init) */
 void nl_sock_init(struct nl_sock *s);
 
@@ -175,6 +179,10 @@ int nl_dump(struct nl_sock *s, struct nlmsghdr *req, nl_dump_fn *fn, void *ud, c
  * kernel.  0 with *len set, -EAGAIN when nothing is queued, -ENOBUFS when
  * the kernel dropped events (the caller must resynchronise by dumping). */
 int nl_recv_events(struct nl_sock *s, uint8_t *buf, size_t cap, size_t *len);
+/* Raw datagrams: one request (or a batch of them) as built, and one
+ * datagram from the kernel.  0 or -errno (-EAGAIN: timeout / nothing). */
+int nl_send_raw(struct nl_sock *s, const void *buf, size_t len);
+int nl_recv(struct nl_sock *s, uint8_t *buf, size_t cap, size_t *len);
 
 /* ---- typed requests (all 0 or -errno, details in err) -------------------- */
 
@@ -204,6 +212,7 @@ int nl_link_del(struct nl_sock *s, int ifindex, char *err, size_t errlen);
  * are not sent. */
 struct nl_link_set {
 	int master;           /* > 0: enslave to; 0: leave */
+	int nomaster;         /* 1: release from its master */
 	uint32_t mtu;         /* 0: leave */
 	int up;               /* 1: set IFF_UP; 0: leave */
 	const uint8_t *mac;   /* non-NULL: set this Ethernet address */
@@ -211,7 +220,8 @@ struct nl_link_set {
 	int addr_gen_none;    /* 1: IPv6 addr_gen_mode none (no link-local) */
 };
 #define NL_LINK_SET_INIT                                                                    \
-	{.master = 0, .mtu = 0, .up = 0, .mac = NULL, .arp_ignore = -1, .addr_gen_none = 0}
+	{.master = 0, .nomaster = 0, .mtu = 0, .up = 0, .mac = NULL, .arp_ignore = -1,             \
+	 .addr_gen_none = 0}
 int nl_link_set(struct nl_sock *s, int ifindex, const struct nl_link_set *c, char *err,
 		size_t errlen);
 
@@ -222,6 +232,14 @@ int nl_addr_add4(struct nl_sock *s, int ifindex, const uint8_t addr[4], uint8_t 
  * given; replace = NLM_F_REPLACE instead of NLM_F_EXCL. */
 int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen);
+/* A permanent IPv4 neighbour entry ip -> mac on ifindex (created or
+ * replaced). */
+int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
+		  char *err, size_t errlen);
+/* Deletes the IPv4 route dst/dst_len of table (any device).  -ESRCH when
+ * there is none. */
+int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
+		  char *err, size_t errlen);
 /* "from src/src_len lookup table" at priority. */
 int nl_rule_add4(struct nl_sock *s, const uint8_t src[4], uint8_t src_len, uint32_t table,
 		 uint32_t priority, char *err, size_t errlen);

@@ -1,0 +1,240 @@
+#include "steer.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/if_ether.h>
+
+#define IMDS_VETH "veth-imds"
+
+static const uint8_t alias_net[3] = {192, 0, 0};
+
+void steer_alias(size_t i, uint8_t out[4])
+{
+	memcpy(out, alias_net, 3);
+	out[3] = (uint8_t)(STEER_ALIAS_BASE + i);
+}
+
+/* Offsets in the IPv4 header and in an Ethernet/IPv4 ARP body. */
+enum { IP_CSUM = 10, IP_SADDR = 12, IP_DADDR = 16, ARP_PTYPE = 2, ARP_TPA = 24 };
+
+static void match_proto(struct nft_batch *b, uint16_t ethertype)
+{
+	uint16_t be = htons(ethertype);
+	nft_e_meta(b, NFT_META_PROTOCOL, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+}
+
+static void match_nh4(struct nft_batch *b, uint32_t off, const uint8_t ip[4])
+{
+	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, 4, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 4);
+}
+
+/* An Ethernet/IPv4 ARP message whose target is ip (any operation).  The
+ * bridge family reads the EtherType from the frame, as nft writes it. */
+static void match_arp_target(struct nft_batch *b, const uint8_t ip[4], int bridge)
+{
+	static const uint8_t eth_ip[4] = {0x08, 0x00, 6, 4}; /* ptype, hlen, plen */
+	if (bridge) {
+		uint16_t be = htons(ETH_P_ARP);
+		nft_e_payload(b, NFT_PAYLOAD_LL_HEADER, 12, 2, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+	} else {
+		match_proto(b, ETH_P_ARP);
+	}
+	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, ARP_PTYPE, 4, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, eth_ip, 4);
+	match_nh4(b, ARP_TPA, ip);
+}
+
+static void match_ifname(struct nft_batch *b, uint32_t key, uint32_t op, const char *name)
+{
+	uint8_t n[16];
+	nft_ifname(n, name);
+	nft_e_meta(b, key, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, op, n, sizeof(n));
+}
+
+/* What nft adds before an Ethernet header match in the netdev family (so
+ * `nft list` shows "ether daddr"): the input device is Ethernet. */
+static void match_ether(struct nft_batch *b)
+{
+	uint16_t ether = 1; /* ARPHRD_ETHER, host order as the kernel loads it */
+	nft_e_meta(b, NFT_META_IIFTYPE, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &ether, sizeof(ether));
+}
+
+static void to_dev(struct nft_batch *b, int ifindex, int dup)
+{
+	uint32_t i = (uint32_t)ifindex;
+	nft_e_imm(b, NFT_REG_1, &i, sizeof(i));
+	if (dup)
+		nft_e_dup(b, NFT_REG_1);
+	else
+		nft_e_fwd(b, NFT_REG_1);
+}
+
+static void fresh_table(struct nft_batch *b, uint8_t family)
+{
+	/* Create, delete, create: one transaction replaces whatever is there
+	 * (a previous run's rules, someone's edits) with ours, atomically. */
+	nft_add_table(b, family, STEER_TABLE);
+	nft_del_table(b, family, STEER_TABLE);
+	nft_add_table(b, family, STEER_TABLE);
+}
+
+static void build_netdev(const struct steer_state *st, struct nft_batch *b)
+{
+	const uint8_t f = NFT_FAMILY_NETDEV;
+	char chain[NFT_NAMESIZ];
+
+	fresh_table(b, f);
+	for (size_t t = 0; t < st->ntaps; t++) {
+		const struct steer_tap *tp = &st->taps[t];
+		snprintf(chain, sizeof(chain), "vm-%.15s", tp->name);
+		nft_add_chain(b, f, STEER_TABLE, chain, NFT_HOOK_INGRESS, STEER_PRIO_TAP, tp->name,
+			      NFT_V_ACCEPT);
+		/* The guest's IPv4 to the service, whatever MAC it chose (its
+		 * gateway's in masquerade and bridge binding, ours on the link-local
+		 * path, an old pod's after a migration). */
+		nft_rule_begin(b, f, STEER_TABLE, chain);
+		match_proto(b, ETH_P_IP);
+		match_nh4(b, IP_DADDR, st->ip);
+		nft_e_counter(b);
+		match_ether(b);
+		nft_e_imm(b, NFT_REG_1, st->vmac, 6);
+		nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1, NFT_PAYLOAD_CSUM_NONE, 0,
+				  0);
+		to_dev(b, st->peer, 0);
+		nft_rule_end(b);
+		/* ARP for the service address: answered by our responder only,
+		 * never flooded to the pod's L2 (a node's proxy ARP would race it). */
+		nft_rule_begin(b, f, STEER_TABLE, chain);
+		match_arp_target(b, st->ip, 0);
+		nft_e_counter(b);
+		to_dev(b, st->peer, 0);
+		nft_rule_end(b);
+		/* Whatever else is addressed to veth-imds (ARP replies to it). */
+		nft_rule_begin(b, f, STEER_TABLE, chain);
+		match_ether(b);
+		nft_e_payload(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, st->vmac, 6);
+		nft_e_counter(b);
+		to_dev(b, st->peer, 0);
+		nft_rule_end(b);
+	}
+	/* The way back: everything veth-imds sends goes to the VM's ports, and
+	 * nowhere else (a frame for one NIC reaching another NIC of the same
+	 * VM is dropped by that NIC's MAC filter). */
+	nft_add_chain(b, f, STEER_TABLE, "from-imds", NFT_HOOK_INGRESS, STEER_PRIO_TAP, "veth-imds-br",
+		      NFT_V_DROP);
+	nft_rule_begin(b, f, STEER_TABLE, "from-imds");
+	nft_e_counter(b);
+	for (size_t t = 0; t + 1 < st->ntaps; t++)
+		to_dev(b, st->taps[t].ifindex, 1);
+	to_dev(b, st->taps[st->ntaps - 1].ifindex, 0);
+	nft_rule_end(b);
+}
+
+static void build_ip(const struct steer_state *st, struct nft_batch *b)
+{
+	const uint8_t f = NFT_FAMILY_IPV4;
+
+	fresh_table(b, f);
+	nft_add_chain(b, f, STEER_TABLE, "prerouting", NFT_HOOK_PREROUTING, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+	nft_e_notrack(b);
+	nft_rule_end(b);
+	for (size_t i = 0; i < st->nlocal; i++) {
+		uint8_t alias[4];
+		steer_alias(i, alias);
+		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh4(b, IP_SADDR, st->local[i]);
+		nft_e_counter(b);
+		nft_e_imm(b, NFT_REG_1, alias, 4);
+		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, NFT_REG_1,
+				  NFT_PAYLOAD_CSUM_INET, IP_CSUM, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
+		nft_rule_end(b);
+	}
+	nft_add_chain(b, f, STEER_TABLE, "postrouting", NFT_HOOK_POSTROUTING, STEER_PRIO_POST, NULL,
+		      NFT_V_ACCEPT);
+	for (size_t i = 0; i < st->nlocal; i++) {
+		uint8_t alias[4];
+		steer_alias(i, alias);
+		nft_rule_begin(b, f, STEER_TABLE, "postrouting");
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh4(b, IP_DADDR, alias);
+		nft_e_counter(b);
+		nft_e_imm(b, NFT_REG_1, st->local[i], 4);
+		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, NFT_REG_1,
+				  NFT_PAYLOAD_CSUM_INET, IP_CSUM, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
+		nft_rule_end(b);
+	}
+	nft_add_chain(b, f, STEER_TABLE, "output", NFT_HOOK_OUTPUT, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	/* Our answers: untracked too, or the pod's NAT output chains (Istio's
+	 * redirect of every outgoing TCP segment) would take them. */
+	nft_rule_begin(b, f, STEER_TABLE, "output");
+	match_nh4(b, IP_SADDR, st->ip);
+	nft_e_notrack(b);
+	nft_rule_end(b);
+	/* A process of the pod (passt, Envoy) reaching for .254 while it is
+	 * not local: refused at once rather than routed off the pod. */
+	nft_rule_begin(b, f, STEER_TABLE, "output");
+	match_nh4(b, IP_DADDR, st->ip);
+	match_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, "lo");
+	nft_e_counter(b);
+	nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
+	nft_rule_end(b);
+	/* The guest's .254 routed by the pod (masquerade's ip_forward=1) while
+	 * the tap is not steered: never forwarded, never masqueraded. */
+	nft_add_chain(b, f, STEER_TABLE, "forward", NFT_HOOK_FORWARD, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	nft_rule_begin(b, f, STEER_TABLE, "forward");
+	match_nh4(b, IP_DADDR, st->ip);
+	nft_e_counter(b);
+	nft_e_verdict(b, NFT_V_DROP);
+	nft_rule_end(b);
+}
+
+static void build_bridge(const struct steer_state *st, struct nft_batch *b)
+{
+	static const char *const chains[2] = {"forward", "input"};
+	static const unsigned hooks[2] = {NFT_HOOK_FORWARD, NFT_HOOK_INPUT};
+	const uint8_t f = NFT_FAMILY_BRIDGE;
+
+	fresh_table(b, f);
+	for (int c = 0; c < 2; c++) {
+		nft_add_chain(b, f, STEER_TABLE, chains[c], hooks[c], STEER_PRIO_RAW, NULL,
+			      NFT_V_ACCEPT);
+		nft_rule_begin(b, f, STEER_TABLE, chains[c]);
+		match_proto(b, ETH_P_IP);
+		match_nh4(b, IP_DADDR, st->ip);
+		nft_e_counter(b);
+		nft_e_verdict(b, NFT_V_DROP);
+		nft_rule_end(b);
+		nft_rule_begin(b, f, STEER_TABLE, chains[c]);
+		match_arp_target(b, st->ip, 1);
+		nft_e_counter(b);
+		nft_e_verdict(b, NFT_V_DROP);
+		nft_rule_end(b);
+	}
+}
+
+int steer_build(const struct steer_state *st, struct nft_batch *b)
+{
+	if (st->veth && st->peer && st->ntaps) {
+		build_netdev(st, b);
+	} else {
+		nft_add_table(b, NFT_FAMILY_NETDEV, STEER_TABLE);
+		nft_del_table(b, NFT_FAMILY_NETDEV, STEER_TABLE);
+	}
+	build_ip(st, b);
+	build_bridge(st, b);
+	return b->err;
+}

@@ -1,0 +1,76 @@
+/* steer: the sidecar's nf_tables ruleset, built from what it serves.
+ *
+ * A guest's packet to 169.254.169.254 is taken at the VM's own port, before
+ * any bridge, routing or NAT of the pod sees it, and handed to veth-imds:
+ *
+ *   tap0 ──ingress──► [ip daddr .254 | ARP for .254 | ether daddr VMAC]
+ *                        └─ ether daddr set VMAC, fwd ─► veth-imds-br ═ veth-imds (.254)
+ *   veth-imds-br ──ingress──► fwd (dup) to the VM's tap(s)
+ *
+ * so the binding's own plumbing (KubeVirt's masquerade NAT, Istio's
+ * PREROUTING redirects, a bridge whose other port is the node's NIC) never
+ * sees it, and only the VM's frames ever reach veth-imds.  Three tables, all
+ * named STEER_TABLE, replaced together in one transaction:
+ *
+ *  netdev  one ingress chain per served tap, one on veth-imds-br (the way
+ *          back); only while there are taps to serve;
+ *  ip      raw prerouting on veth-imds: notrack (NAT hooks, Istio's inbound
+ *          capture among them, only see tracked connections) and, for a guest
+ *          whose source address is also an address of the pod (bridge
+ *          binding keeps the pod IP on a dummy eth0, kubevirt-network.md E2:
+ *          a martian), a stateless rewrite to an alias STEER_ALIAS_BASE+i,
+ *          undone in postrouting on the way out of veth-imds; raw output:
+ *          notrack for what we send from .254; and the fallbacks: .254 is
+ *          never forwarded, and no process of the pod reaches a .254 that
+ *          is not local;
+ *  bridge  the fallback on every bridge of the pod (any bridge, present or
+ *          future): no frame for .254 (IPv4 or ARP) is forwarded between
+ *          ports or delivered to the bridge itself.
+ * The ip and bridge tables exist from the sidecar's first start on, before
+ * any bridge or tap, and stay after it exits: a guest's packet to .254 never
+ * leaves the pod, before the plumbing, while it is restored, or after the
+ * sidecar died. */
+#ifndef IMDS_STEER_H
+#define IMDS_STEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nft.h"
+
+#define STEER_TABLE "kubevirt_imds"
+#define STEER_MAX_TAPS 16
+#define STEER_MAX_LOCAL 16
+/* Aliases for guest sources that are local in the pod: 192.0.0.128 + i, in
+ * the IETF protocol-assignment block (RFC 6890), which no guest uses. */
+#define STEER_ALIAS_BASE 128u
+#define STEER_PRIO_TAP (-500)  /* netdev ingress: before anyone else */
+#define STEER_PRIO_RAW (-310)  /* before conntrack (-200) and raw (-300) */
+#define STEER_PRIO_POST 300    /* after source NAT */
+
+struct steer_tap {
+	char name[16];
+	int ifindex;
+};
+
+struct steer_state {
+	int veth;       /* veth-imds's ifindex, 0: no plumbing yet */
+	int peer;       /* veth-imds-br's */
+	uint8_t vmac[6];
+	uint8_t ip[4];  /* the service address (169.254.169.254) */
+	size_t ntaps;
+	struct steer_tap taps[STEER_MAX_TAPS];
+	size_t nlocal;
+	uint8_t local[STEER_MAX_LOCAL][4];
+};
+
+/* The alias of local[i]. */
+void steer_alias(size_t i, uint8_t out[4]);
+
+/* The whole ruleset as one transaction into b (after nft_batch_init):
+ * every table created if absent, deleted and made anew; the netdev table
+ * only when st has plumbing and taps (else it is deleted).  Without
+ * plumbing (veth 0) this is the fallback alone.  0 or b's error. */
+int steer_build(const struct steer_state *st, struct nft_batch *b);
+
+#endif
