@@ -62,13 +62,46 @@ static int uint_var(const char *name, unsigned min, unsigned max, unsigned *out,
 	return 0;
 }
 
+/* The network variables, shared by run and init. */
+static int net_vars(struct imds_config *c, char *err, size_t errlen)
+{
+	const char *ifs = getenv("IMDS_INTERFACES");
+	char why[200];
+
+	c->listen_addr = env("IMDS_LISTEN_ADDR") ? env("IMDS_LISTEN_ADDR") : IMDS_DEFAULT_LISTEN;
+	c->bridge_name = env("IMDS_BRIDGE_NAME");
+	if (c->bridge_name && strlen(c->bridge_name) >= 16) {
+		snprintf(err, errlen, "IMDS_BRIDGE_NAME: '%.40s' is longer than an interface name (15)",
+			 c->bridge_name);
+		return -EINVAL;
+	}
+	if (ifs) {
+		if (ifaces_parse(ifs, strlen(ifs), &c->ifaces, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "IMDS_INTERFACES: %s", why);
+			return -EINVAL;
+		}
+		c->have_ifaces = 1;
+	}
+	return 0;
+}
+
+int config_net_from_env(struct imds_config *c, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->ns = env("IMDS_NAMESPACE");
+	c->vm_name = env("IMDS_VM_NAME");
+	if (identity_ok("IMDS_NAMESPACE", c->ns, err, errlen) < 0 ||
+	    identity_ok("IMDS_VM_NAME", c->vm_name, err, errlen) < 0)
+		return -EINVAL;
+	return net_vars(c, err, errlen);
+}
+
 int config_from_env(struct imds_config *c, char *err, size_t errlen)
 {
 	struct http_limits lim = HTTP_LIMITS_DEFAULT;
 	memset(c, 0, sizeof(*c));
 	lim.max_body = IMDS_MAX_BODY;
 	c->limits = lim;
-	c->listen_addr = env("IMDS_LISTEN_ADDR") ? env("IMDS_LISTEN_ADDR") : IMDS_DEFAULT_LISTEN;
 	c->ns = env("IMDS_NAMESPACE");
 	c->vm_name = env("IMDS_VM_NAME");
 	c->pod_name = env("IMDS_POD_NAME");
@@ -79,7 +112,6 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->user_data_file = env("IMDS_USER_DATA_FILE");
 	c->vendor_data_file = env("IMDS_VENDOR_DATA_FILE");
 	c->network_config_file = env("IMDS_NETWORK_CONFIG_FILE");
-	c->bridge_name = env("IMDS_BRIDGE_NAME");
 	c->network_status_file = env("IMDS_NETWORK_STATUS_FILE");
 	c->ssh_keys_dir = env("IMDS_SSH_KEYS_DIR");
 	c->meta_data_file = env("IMDS_META_DATA_FILE");
@@ -117,11 +149,8 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 			 c->state_dir);
 		return -EINVAL;
 	}
-	if (c->bridge_name && strlen(c->bridge_name) >= 16) {
-		snprintf(err, errlen, "IMDS_BRIDGE_NAME: '%.40s' is longer than an interface name (15)",
-			 c->bridge_name);
+	if (net_vars(c, err, errlen) < 0)
 		return -EINVAL;
-	}
 	if (uint_var("IMDS_HOP_LIMIT", 1, 64, &c->hop_limit, "an IP TTL 1..64", err, errlen) < 0 ||
 	    uint_var("IMDS_RATE_LIMIT", 0, 1000000, &c->rate_limit,
 		     "requests per second 0..1000000, 0 = off", err, errlen) < 0 ||

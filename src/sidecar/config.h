@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "http.h"
+#include "ifaces.h"
 
 #define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
@@ -25,7 +26,9 @@ struct imds_config {
 	const char *user_data_file;
 	const char *vendor_data_file;
 	const char *network_config_file;
-	const char *bridge_name;         /* NULL: the first k6t-* bridge */
+	const char *bridge_name;         /* NULL: the taps of every k6t-* bridge */
+	int have_ifaces;                 /* IMDS_INTERFACES was set */
+	struct ifaces ifaces;            /* ... and what it says (the webhook's) */
 	const char *network_status_file; /* Multus network-status (downward API) */
 	const char *ssh_keys_dir;        /* a Secret of OpenSSH public keys */
 	const char *meta_data_file;      /* custom meta-data, a JSON object of strings */
@@ -39,6 +42,10 @@ struct imds_config {
 /* Reads and checks every variable.  0, or -EINVAL with a one-line message
  * naming the variable in err (main prints it and exits 2). */
 int config_from_env(struct imds_config *c, char *err, size_t errlen);
+/* Only what `init` uses: the network variables (IMDS_INTERFACES,
+ * IMDS_BRIDGE_NAME, IMDS_LISTEN_ADDR) and, when present, the identity that
+ * names veth-imds's MAC.  Same errors. */
+int config_net_from_env(struct imds_config *c, char *err, size_t errlen);
 /* A whole unsigned number in [min, max]; 0 or -EINVAL. */
 int config_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
 
