@@ -13,6 +13,7 @@
 
 /* Offsets in an Ethernet frame carrying ARP for IPv4 (RFC 826). */
 enum {
+	OFF_IP = 14, /* an IPv4 header, for the SYN learner */
 	OFF_ETH_DST = 0,
 	OFF_ETH_SRC = 6,
 	OFF_ETHERTYPE = 12,
@@ -219,14 +220,18 @@ int arp_scan_macs(const char *buf, size_t len, struct arp_macset *out)
  * "all" could cut a GRO super-packet. */
 #define BPF_ACCEPT 0xffffffffu
 
-int arp_filter_prog(const uint8_t ip[4], int unicast_only, struct sock_filter *out, size_t cap)
+int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, struct sock_filter *out, size_t cap)
 {
 	struct sock_filter p[ARP_FILTER_MAX];
-	unsigned n = 0, drop;
+	unsigned n = 0, drop, to_ip = 0;
 
 	/* Jump targets are relative; every failed check jumps to "drop",
 	 * which is patched once the length is known. */
 	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_ETHERTYPE);
+	if (syn_port) {
+		to_ip = n;
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0xfe, 0); /* jt patched below */
+	}
 	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_ARP, 0, 0xff);
 	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_OP);
 	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARPOP_REQUEST_, 0, 0xff);
@@ -236,57 +241,81 @@ int arp_filter_prog(const uint8_t ip[4], int unicast_only, struct sock_filter *o
 	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ARPHRD_ETHER_ << 16 | ETH_P_IP, 0, 0xff);
 	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_HLEN); /* hlen, plen */
 	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0604, 0, 0xff);
-	if (unicast_only) {
-		p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE);
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST, 0, 0xff);
-	}
 	/* 64 bytes hold the whole ARP frame; the rest is never copied. */
 	p[n++] = STMT(BPF_RET | BPF_K, 64);
+	if (syn_port) {
+		/* An IPv4 TCP SYN (not SYN-ACK) to ip:syn_port, not a fragment:
+		 * a connection's first segment, whose Ethernet and IP sources
+		 * tell which MAC answers for that address (arp_parse_syn). */
+		p[to_ip].jt = (uint8_t)(n - to_ip - 1);
+		p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, OFF_IP + 16); /* daddr */
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, be32(ip), 0, 0xff);
+		p[n++] = STMT(BPF_LD | BPF_B | BPF_ABS, OFF_IP + 9); /* protocol */
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0xff);
+		p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_IP + 6); /* MF, fragment offset */
+		p[n++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 0xff, 0);
+		p[n++] = STMT(BPF_LDX | BPF_B | BPF_MSH, OFF_IP); /* X = IP header length */
+		p[n++] = STMT(BPF_LD | BPF_H | BPF_IND, OFF_IP + 2);  /* TCP dport */
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, syn_port, 0, 0xff);
+		p[n++] = STMT(BPF_LD | BPF_B | BPF_IND, OFF_IP + 13); /* TCP flags */
+		p[n++] = STMT(BPF_ALU | BPF_AND | BPF_K, 0x12);      /* SYN, ACK */
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 0xff);
+		p[n++] = STMT(BPF_RET | BPF_K, 64);
+	}
 	drop = n;
 	p[n++] = STMT(BPF_RET | BPF_K, 0);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		if (p[i].jf == 0xff)
 			p[i].jf = (uint8_t)(drop - i - 1);
+		if (p[i].jt == 0xff)
+			p[i].jt = (uint8_t)(drop - i - 1);
+	}
 	if (n > cap)
 		return -ENOSPC;
 	memcpy(out, p, n * sizeof(*p));
 	return (int)n;
 }
 
-int arp_guard_prog(const struct arp_macset *allow, int open, struct sock_filter *out, size_t cap)
+int arp_parse_syn(const uint8_t *frame, size_t len, uint8_t mac[6], uint8_t ip[4])
 {
-	unsigned n = 0, m = open ? 0 : allow->n, accept;
+	/* What the filter passed: Ethernet, IPv4 (its source at 26..29). */
+	if (len < OFF_IP + 20 || be16(frame + OFF_ETHERTYPE) != ETH_P_IP ||
+	    (frame[OFF_IP] >> 4) != 4)
+		return -EBADMSG;
+	memcpy(mac, frame + OFF_ETH_SRC, 6);
+	memcpy(ip, frame + OFF_IP + 12, 4);
+	return arp_mac_is_unicast(mac) ? 0 : -EINVAL;
+}
 
-	if (m > ARP_MACSET_MAX)
+int arp_guard_prog(int ifindex, int allow_lo, struct sock_filter *out, size_t cap)
+{
+	struct sock_filter p[ARP_GUARD_MAX];
+	unsigned n = 0;
+
+	if (ifindex <= 0)
 		return -EINVAL;
-	if ((size_t)4 * m + 2 > cap)
+	/* The device the segment came in on (skb->dev): veth-imds for the
+	 * VM's, lo (ifindex 1, LOOPBACK_IFINDEX) for a process of the pod. */
+	p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_IFINDEX);
+	if (allow_lo) {
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ifindex, 2, 0);
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 1, 0);
+	} else {
+		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ifindex, 1, 0);
+	}
+	p[n++] = STMT(BPF_RET | BPF_K, 0);
+	p[n++] = STMT(BPF_RET | BPF_K, BPF_ACCEPT);
+	if (n > cap)
 		return -ENOSPC;
-	if (open) {
-		out[0] = STMT(BPF_RET | BPF_K, BPF_ACCEPT);
-		return 1;
-	}
-	/* Per MAC: compare the first 4 bytes of the source, then the last 2;
-	 * a mismatch falls through to the next MAC, and past the last one to
-	 * "drop".  A dropped SYN is simply never answered. */
-	accept = 4 * m + 1;
-	for (unsigned i = 0; i < m; i++) {
-		const uint8_t *mac = allow->mac[i];
-		out[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, SKF_LL_OFF + 6);
-		out[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, be32(mac), 0, 2);
-		out[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, SKF_LL_OFF + 10);
-		out[n] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, be16(mac + 4), accept - n - 1, 0);
-		n++;
-	}
-	out[n++] = STMT(BPF_RET | BPF_K, 0);
-	out[n++] = STMT(BPF_RET | BPF_K, BPF_ACCEPT);
+	memcpy(out, p, n * sizeof(*p));
 	return (int)n;
 }
 
-int arp_guard_attach(int fd, const struct arp_macset *allow, int open)
+int arp_guard_attach(int fd, int ifindex, int allow_lo)
 {
 	struct sock_filter prog[ARP_GUARD_MAX];
 	struct sock_fprog fp = {.filter = prog};
-	int n = arp_guard_prog(allow, open, prog, ARP_GUARD_MAX);
+	int n = arp_guard_prog(ifindex, allow_lo, prog, ARP_GUARD_MAX);
 	if (n < 0)
 		return n;
 	fp.len = (unsigned short)n;
@@ -297,14 +326,14 @@ int arp_guard_attach(int fd, const struct arp_macset *allow, int open)
 
 /* ---- the socket ---------------------------------------------------------- */
 
-int arp_socket_open(int ifindex, const uint8_t ip[4], int unicast_only, char *err,
+int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, char *err,
 		    size_t errlen)
 {
 	struct sock_filter prog[ARP_FILTER_MAX];
 	struct sock_fprog fp = {.filter = prog};
 	struct sockaddr_ll sll = {
 		.sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_ARP),
+		.sll_protocol = htons(syn_port ? ETH_P_ALL : ETH_P_ARP),
 		.sll_ifindex = ifindex,
 	};
 	const char *step = "socket";
@@ -315,7 +344,7 @@ int arp_socket_open(int ifindex, const uint8_t ip[4], int unicast_only, char *er
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		goto fail;
-	n = arp_filter_prog(ip, unicast_only, prog, ARP_FILTER_MAX);
+	n = arp_filter_prog(ip, syn_port, prog, ARP_FILTER_MAX);
 	if (n < 0) {
 		errno = -n;
 		step = "filter";

@@ -1,10 +1,10 @@
 /* arp: the sidecar's L2 face.
  *
  *  - A pure parser of Ethernet/IPv4 ARP frames and a reply builder.
- *  - The classic BPF programs: one for the AF_PACKET sockets (only ARP
+ *  - The classic BPF programs: one for the AF_PACKET socket (only ARP
  *    requests for 169.254.169.254 ever reach user space), and the "guard"
- *    for the TCP listeners, which drops, silently, any segment whose
- *    Ethernet source is not one of the VM's MACs.
+ *    for the TCP listener, which drops, silently, any segment that did not
+ *    arrive on veth-imds (the VM's steered path).
  *  - A small MAC set, and a scanner for the "mac" fields of a Multus
  *    network-status document (the VM's MACs when the pod has them).
  *  - The AF_PACKET socket itself.
@@ -77,31 +77,38 @@ int arp_scan_macs(const char *buf, size_t len, struct arp_macset *out);
 
 /* ---- classic BPF --------------------------------------------------------- */
 
-#define ARP_FILTER_MAX 16
-#define ARP_GUARD_MAX (4 * ARP_MACSET_MAX + 2)
+#define ARP_FILTER_MAX 32
+#define ARP_GUARD_MAX 6
 
-/* ARP requests (Ethernet/IPv4) for ip; unicast_only also requires
- * PACKET_HOST (frames addressed to the socket's device).  Returns the
- * instruction count or -ENOSPC. */
-int arp_filter_prog(const uint8_t ip[4], int unicast_only, struct sock_filter *out, size_t cap);
-/* The TCP listeners' guard: accept frames whose Ethernet source (SKF_LL_OFF
- * + 6) is in allow; with open, accept all.  Frames without a link-layer
- * header (loopback) are dropped: the BPF load fails. */
-int arp_guard_prog(const struct arp_macset *allow, int open, struct sock_filter *out, size_t cap);
+/* ARP requests (Ethernet/IPv4) for ip; with syn_port, also IPv4 TCP SYNs
+ * (no ACK, not a fragment) to ip:syn_port.  Returns the instruction count
+ * or -ENOSPC. */
+int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, struct sock_filter *out, size_t cap);
+/* The Ethernet and IPv4 sources of a frame that filter passed as a SYN:
+ * 0; -EBADMSG when it is no IPv4 frame; -EINVAL for a multicast or zero
+ * source MAC.  Pure. */
+int arp_parse_syn(const uint8_t *frame, size_t len, uint8_t mac[6], uint8_t ip[4]);
+/* The TCP listener's guard: accept segments that came in on device
+ * ifindex (veth-imds: only the VM's steered frames arrive there), and with
+ * allow_lo also those from a process of the pod (over loopback: the path
+ * passt takes for its guest).  Anything else is dropped silently: a SYN
+ * the guard drops is never answered.  The instruction count or -ENOSPC. */
+int arp_guard_prog(int ifindex, int allow_lo, struct sock_filter *out, size_t cap);
 /* Attaches (or replaces) the guard on a socket: 0 or -errno. */
-int arp_guard_attach(int fd, const struct arp_macset *allow, int open);
+int arp_guard_attach(int fd, int ifindex, int allow_lo);
 
 /* ---- the socket ---------------------------------------------------------- */
 
-/* AF_PACKET socket receiving ARP requests for ip on ifindex; the filter is
- * attached before the socket is bound to a protocol, so nothing unfiltered
- * is ever queued.  Non-blocking, CLOEXEC.  fd or -errno.
+/* AF_PACKET socket receiving ARP requests for ip on ifindex (and SYNs to
+ * ip:syn_port, when not 0); the filter is attached before the socket is
+ * bound to a protocol, so nothing unfiltered is ever queued.  Non-blocking,
+ * CLOEXEC.  fd or -errno.
  *
  * (PACKET_ORIGDEV does not name the bridge port of a frame on a socket
  * bound to the bridge: the bridge hands frames up with a second
  * netif_receive_skb whose "original device" is the bridge itself.  The
  * port comes from the FDB instead, see run.c.) */
-int arp_socket_open(int ifindex, const uint8_t ip[4], int unicast_only, char *err,
+int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, char *err,
 		    size_t errlen);
 /* 0 with the frame, the ingress ifindex and the packet type; -EAGAIN when
  * empty; other -errno. */

@@ -23,9 +23,10 @@ static const char usage[] =
 	"usage: imds-server <command> [options]\n"
 	"\n"
 	"commands:\n"
-	"  run                 wait for the VM bridge, plumb 169.254.169.254, answer ARP\n"
-	"                      and serve (what the webhook injects)\n"
-	"  init                one-shot network setup, then exit\n"
+	"  run                 plumb 169.254.169.254, steer the VM's taps to it, answer\n"
+	"                      ARP and serve (what the webhook injects)\n"
+	"  init                one-shot network setup, then exit (needs only\n"
+	"                      IMDS_INTERFACES or IMDS_BRIDGE_NAME, both optional)\n"
 	"  serve [--listen ADDR]\n"
 	"                      HTTP only, on ADDR (default $IMDS_LISTEN_ADDR or\n"
 	"                      169.254.169.254:80); e.g. --listen 127.0.0.1:8080\n"
@@ -34,9 +35,10 @@ static const char usage[] =
 	"configuration comes from the environment: IMDS_NAMESPACE and IMDS_VM_NAME\n"
 	"(required), IMDS_POD_NAME, IMDS_SA_NAME, IMDS_INSTANCE_ID, IMDS_TOKEN_PATH,\n"
 	"IMDS_USER_DATA, IMDS_USER_DATA_FILE, IMDS_VENDOR_DATA_FILE,\n"
-	"IMDS_NETWORK_CONFIG_FILE, IMDS_BRIDGE_NAME, IMDS_NETWORK_STATUS_FILE,\n"
+	"IMDS_NETWORK_CONFIG_FILE, IMDS_INTERFACES, IMDS_BRIDGE_NAME,\n"
+	"IMDS_NETWORK_STATUS_FILE,\n"
 	"IMDS_RATE_LIMIT (req/s, 0 = off);\n"
-	"see the README.\n";
+	"see docs/sidecar.md.\n";
 
 /* Exit status for configuration errors (a clear message, status 2). */
 #define EXIT_CONFIG 2
@@ -158,7 +160,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "init") == 0) {
 		char err[512];
 		struct imds_config cfg;
-		if (config_from_env(&cfg, err, sizeof(err)) < 0) {
+		if (config_net_from_env(&cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "imds-server: %s\n", err);
 			return EXIT_CONFIG;
 		}

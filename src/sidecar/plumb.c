@@ -5,11 +5,14 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <linux/fib_rules.h>
+
+#include "arp.h"
 
 #ifndef SO_BINDTOIFINDEX
 #define SO_BINDTOIFINDEX 62 /* Linux 5.0; musl's headers may lack it */
@@ -17,58 +20,34 @@
 
 const uint8_t plumb_imds_ip[4] = {169, 254, 169, 254};
 const uint8_t plumb_peer_mac[6] = {0xfe, 0xff, 0xff, 0xff, 0xff, 0xfe};
-static const uint8_t linklocal_net[4] = {169, 254, 0, 0};
+static const uint8_t any4[4] = {0, 0, 0, 0};
 
 /* ---- pure helpers -------------------------------------------------------- */
 
-int plumb_pick_bridge(const struct nl_link *links, size_t n, const char *want)
+void plumb_vm_mac(const char *ns, const char *name, uint8_t mac[6])
 {
-	int best = -1;
-	for (size_t i = 0; i < n; i++) {
-		const struct nl_link *l = &links[i];
-		if (strcmp(l->kind, "bridge") != 0)
-			continue;
-		if (want && want[0]) {
-			if (strcmp(l->name, want) == 0)
-				return (int)i;
-			continue;
+	uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
+	const char *parts[2] = {ns ? ns : "", name ? name : ""};
+	for (int p = 0; p < 2; p++) {
+		for (const char *c = parts[p]; *c; c++) {
+			h ^= (uint8_t)*c;
+			h *= 16777619u;
 		}
-		if (strncmp(l->name, "k6t-", 4) == 0 &&
-		    (best < 0 || l->ifindex < links[best].ifindex))
-			best = (int)i;
+		h ^= '/';
+		h *= 16777619u;
 	}
-	return best;
+	mac[0] = 0x02;
+	mac[1] = 0xa9;
+	mac[2] = 0xfe;
+	mac[3] = (uint8_t)(h >> 16);
+	mac[4] = (uint8_t)(h >> 8);
+	mac[5] = (uint8_t)h;
 }
 
 int plumb_is_tap(const struct nl_link *l)
 {
 	return strcmp(l->kind, "tun") == 0 || strncmp(l->name, "tap", 3) == 0;
 }
-
-void plumb_classify_ports(struct plumb_state *st, const struct nl_link *links, size_t n)
-{
-	st->ntaps = 0;
-	st->nforeign = 0;
-	for (size_t i = 0; i < n && st->bridge; i++) {
-		const struct nl_link *l = &links[i];
-		if (l->master != st->bridge || l->ifindex == st->peer)
-			continue;
-		if (plumb_is_tap(l) && st->ntaps < PLUMB_MAX_TAPS)
-			st->taps[st->ntaps++] = l->ifindex;
-		else
-			st->nforeign++;
-	}
-}
-
-int plumb_is_tap_port(const struct plumb_state *st, int ifindex)
-{
-	for (size_t i = 0; i < st->ntaps; i++)
-		if (st->taps[i] == ifindex)
-			return 1;
-	return 0;
-}
-
-/* ---- effects ------------------------------------------------------------- */
 
 static const struct nl_link *find_name(const struct nl_link *links, size_t n, const char *name)
 {
@@ -78,6 +57,64 @@ static const struct nl_link *find_name(const struct nl_link *links, size_t n, co
 	return NULL;
 }
 
+static const struct nl_link *find_index(const struct nl_link *links, size_t n, int ifindex)
+{
+	for (size_t i = 0; i < n; i++)
+		if (links[i].ifindex == ifindex)
+			return &links[i];
+	return NULL;
+}
+
+static int served_bridge(const struct nl_link *br, const char *bridge_name)
+{
+	if (!br || strcmp(br->kind, "bridge") != 0)
+		return 0;
+	if (bridge_name)
+		return strcmp(br->name, bridge_name) == 0;
+	return strncmp(br->name, "k6t-", 4) == 0;
+}
+
+static void add_tap(const struct nl_link *l, struct steer_tap *out, size_t *k, size_t cap,
+		    uint32_t *mtu)
+{
+	if (*k >= cap)
+		return;
+	snprintf(out[*k].name, sizeof(out[*k].name), "%s", l->name);
+	out[*k].ifindex = l->ifindex;
+	(*k)++;
+	if (l->mtu > *mtu)
+		*mtu = l->mtu;
+}
+
+size_t plumb_pick_taps(const struct nl_link *links, size_t n, const struct ifaces *ifs,
+		       const char *bridge_name, struct steer_tap *out, size_t cap, uint32_t *mtu)
+{
+	size_t k = 0;
+
+	*mtu = 0;
+	if (ifs) {
+		for (size_t i = 0; i < ifs->n; i++) {
+			const struct nl_link *l;
+			if (!ifaces_kind_has_tap(ifs->e[i].kind))
+				continue;
+			l = find_name(links, n, ifs->e[i].tap);
+			if (l)
+				add_tap(l, out, &k, cap, mtu);
+		}
+		return k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!plumb_is_tap(&links[i]) || !links[i].master ||
+		    strcmp(links[i].name, PLUMB_PEER) == 0)
+			continue;
+		if (served_bridge(find_index(links, n, links[i].master), bridge_name))
+			add_tap(&links[i], out, &k, cap, mtu);
+	}
+	return k;
+}
+
+/* ---- effects ------------------------------------------------------------- */
+
 static int pair_ok(const struct nl_link *v, const struct nl_link *p)
 {
 	return v && p && strcmp(v->kind, "veth") == 0 && strcmp(p->kind, "veth") == 0 &&
@@ -86,18 +123,34 @@ static int pair_ok(const struct nl_link *v, const struct nl_link *p)
 }
 
 static int set1(struct nl_sock *s, int ifindex, const struct nl_link_set *c, unsigned *changes,
-		char *err, size_t errlen)
+		unsigned what, char *err, size_t errlen)
 {
 	int ret = nl_link_set(s, ifindex, c, err, errlen);
 	if (!ret)
-		(*changes)++;
+		*changes |= what;
 	return ret;
+}
+
+void plumb_changes_text(unsigned changes, char *out, size_t cap)
+{
+	static const char *const names[] = {"veth pair", "MAC",  "MTU",  "released from a bridge",
+					    "arp_ignore", "up",  "address", "rule", "route"};
+	size_t at = 0;
+	out[0] = '\0';
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]) && at < cap; i++) {
+		if (!(changes & (1u << i)))
+			continue;
+		int k = snprintf(out + at, cap - at, "%s%s", at ? ", " : "", names[i]);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
 }
 
 /* veth-imds and veth-imds-br exist, are a pair, and *v / *p describe them
  * (fresh from the kernel after any creation). */
-static int ensure_pair(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
-		       size_t n, uint32_t mtu, struct nl_link *v, struct nl_link *p,
+static int ensure_pair(struct nl_sock *s, const struct nl_link *links, size_t n,
+		       const uint8_t mac[6], uint32_t mtu, struct nl_link *v, struct nl_link *p,
 		       unsigned *changes, char *err, size_t errlen)
 {
 	const struct nl_link *v0 = find_name(links, n, PLUMB_VETH);
@@ -113,30 +166,23 @@ static int ensure_pair(struct nl_sock *s, struct plumb_state *st, const struct n
 	/* Half a pair, or something else under our names: start over.
 	 * Deleting either end of a veth deletes both. */
 	if (v0) {
-		if (v0->has_mac && !st->have_mac) {
-			memcpy(st->veth_mac, v0->mac, 6);
-			st->have_mac = 1;
-		}
 		if ((ret = nl_link_del(s, v0->ifindex, err, errlen)) && ret != -ENODEV)
 			return ret;
-		(*changes)++;
 	}
 	if (p0 && !(v0 && v0->link == p0->ifindex)) {
 		if ((ret = nl_link_del(s, p0->ifindex, err, errlen)) && ret != -ENODEV)
 			return ret;
-		(*changes)++;
 	}
-	ret = nl_veth_add(s, PLUMB_VETH, PLUMB_PEER, mtu, st->have_mac ? st->veth_mac : NULL,
-			  plumb_peer_mac, err, errlen);
+	ret = nl_veth_add(s, PLUMB_VETH, PLUMB_PEER, mtu, mac, plumb_peer_mac, err, errlen);
 	if (ret)
 		return ret;
-	(*changes)++;
+	*changes |= PLUMB_CH_PAIR;
 	if ((ret = nl_get_link(s, PLUMB_VETH, v, err, errlen)) ||
 	    (ret = nl_get_link(s, PLUMB_PEER, p, err, errlen)))
 		return ret;
 	/* No IPv6 link-local on either end: its DAD and MLD chatter would
-	 * go out on the VM's L2 for nothing.  Best effort: fails where IPv6
-	 * is off, which is just as good. */
+	 * go to the VM for nothing.  Best effort: fails where IPv6 is off,
+	 * which is just as good. */
 	noipv6.addr_gen_none = 1;
 	nl_link_set(s, v->ifindex, &noipv6, NULL, 0);
 	nl_link_set(s, p->ifindex, &noipv6, NULL, 0);
@@ -160,10 +206,6 @@ static int find_addr_cb(const struct nl_msgview *m, void *ud)
 	return 0;
 }
 
-struct find_rule {
-	int found;
-};
-
 static int is_our_rule(const struct nl_rule *r)
 {
 	return r->family == AF_INET && r->action == FR_ACT_TO_TBL && r->table == PLUMB_TABLE &&
@@ -174,18 +216,20 @@ static int is_our_rule(const struct nl_rule *r)
 
 static int find_rule_cb(const struct nl_msgview *m, void *ud)
 {
-	struct find_rule *f = ud;
+	int *found = ud;
 	struct nl_rule r;
 	if (!nl_parse_rule(m, &r) && is_our_rule(&r))
-		f->found = 1;
+		*found = 1;
 	return 0;
 }
+
+#define STALE_MAX 8
 
 struct find_route {
 	int oif;
 	int found;      /* the right route */
-	int stale;      /* our prefix in our table, but wrong */
-	struct nl_route old;
+	size_t nstale;  /* other routes in our table (an older version's, a stray) */
+	uint8_t stale[STALE_MAX][5]; /* dst, dst_len */
 };
 
 static int find_route_cb(const struct nl_msgview *m, void *ud)
@@ -194,79 +238,70 @@ static int find_route_cb(const struct nl_msgview *m, void *ud)
 	struct nl_route r;
 	if (nl_parse_route(m, &r) || r.family != AF_INET || r.table != PLUMB_TABLE)
 		return 0;
-	if (r.dst_len != 16 || !r.has_dst || memcmp(r.dst, linklocal_net, 4) != 0)
-		return 0;
-	if (r.oif == f->oif && !r.has_gw && r.type == RTN_UNICAST && r.has_prefsrc &&
-	    memcmp(r.prefsrc, plumb_imds_ip, 4) == 0) {
+	if (r.dst_len == 0 && r.oif == f->oif && !r.has_gw && r.type == RTN_UNICAST &&
+	    r.has_prefsrc && memcmp(r.prefsrc, plumb_imds_ip, 4) == 0) {
 		f->found = 1;
-	} else {
-		f->stale = 1;
-		f->old = r;
+	} else if (r.dst_len != 0 && f->nstale < STALE_MAX) {
+		memcpy(f->stale[f->nstale], r.has_dst ? r.dst : any4, 4);
+		f->stale[f->nstale++][4] = r.dst_len;
 	}
 	return 0;
 }
 
 int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
-		 size_t n, int bi, unsigned *changes, char *err, size_t errlen)
+		 size_t n, const uint8_t mac[6], uint32_t mtu, unsigned *changes, char *err,
+		 size_t errlen)
 {
-	const struct nl_link *b = &links[bi];
 	struct nl_link v, p;
 	struct nl_link_set c;
 	struct find_addr fa;
-	struct find_rule fr = {0};
 	struct find_route ft;
+	int found_rule = 0;
 	int ret;
 
 	*changes = 0;
-	st->bridge = b->ifindex;
-	snprintf(st->bridge_name, sizeof(st->bridge_name), "%s", b->name);
-	st->mtu = b->mtu;
-
-	if ((ret = ensure_pair(s, st, links, n, b->mtu, &v, &p, changes, err, errlen)))
+	if (!mtu)
+		mtu = PLUMB_DEFAULT_MTU; /* no tap (passt): frames never cross it */
+	if ((ret = ensure_pair(s, links, n, mac, mtu, &v, &p, changes, err, errlen)))
 		goto out;
 	st->veth = v.ifindex;
 	st->peer = p.ifindex;
-	if (v.has_mac) {
-		memcpy(st->veth_mac, v.mac, 6);
-		st->have_mac = 1;
-	}
+	st->mtu = mtu;
 
-	/* MAC and MTU before enslaving: a port with a lower MAC or a smaller
-	 * MTU than the bridge would pull an auto-configured bridge to it. */
+	c = (struct nl_link_set)NL_LINK_SET_INIT;
+	c.mac = mac;
+	if ((!v.has_mac || memcmp(v.mac, mac, 6) != 0) &&
+	    (ret = set1(s, v.ifindex, &c, changes, PLUMB_CH_MAC, err, errlen)))
+		goto out;
 	c = (struct nl_link_set)NL_LINK_SET_INIT;
 	c.mac = plumb_peer_mac;
 	if ((!p.has_mac || memcmp(p.mac, plumb_peer_mac, 6) != 0) &&
-	    (ret = set1(s, p.ifindex, &c, changes, err, errlen)))
+	    (ret = set1(s, p.ifindex, &c, changes, PLUMB_CH_MAC, err, errlen)))
 		goto out;
 	c = (struct nl_link_set)NL_LINK_SET_INIT;
-	c.mtu = b->mtu;
-	if (b->mtu && p.mtu != b->mtu && (ret = set1(s, p.ifindex, &c, changes, err, errlen)))
+	c.mtu = mtu;
+	if (p.mtu != mtu && (ret = set1(s, p.ifindex, &c, changes, PLUMB_CH_MTU, err, errlen)))
 		goto out;
-	if (b->mtu && v.mtu != b->mtu && (ret = set1(s, v.ifindex, &c, changes, err, errlen)))
+	if (v.mtu != mtu && (ret = set1(s, v.ifindex, &c, changes, PLUMB_CH_MTU, err, errlen)))
 		goto out;
-
+	/* An older sidecar enslaved veth-imds-br to the VM's bridge; now
+	 * nothing may reach veth-imds but the steered frames. */
 	c = (struct nl_link_set)NL_LINK_SET_INIT;
-	c.master = b->ifindex;
-	if (p.master != b->ifindex && (ret = set1(s, p.ifindex, &c, changes, err, errlen)))
+	c.nomaster = 1;
+	if (p.master && (ret = set1(s, p.ifindex, &c, changes, PLUMB_CH_MASTER, err, errlen)))
 		goto out;
 
 	c = (struct nl_link_set)NL_LINK_SET_INIT;
 	c.arp_ignore = PLUMB_VETH_ARP_IGNORE;
 	if ((!v.has_inet_conf || v.arp_ignore != PLUMB_VETH_ARP_IGNORE) &&
-	    (ret = set1(s, v.ifindex, &c, changes, err, errlen)))
-		goto out;
-	/* Raise the bridge only from 0: a stricter value someone chose
-	 * (2, 8) already keeps the kernel from answering for our address. */
-	c.arp_ignore = PLUMB_BRIDGE_ARP_IGNORE;
-	if (b->has_inet_conf && b->arp_ignore == 0 &&
-	    (ret = set1(s, b->ifindex, &c, changes, err, errlen)))
+	    (ret = set1(s, v.ifindex, &c, changes, PLUMB_CH_ARP, err, errlen)))
 		goto out;
 
 	c = (struct nl_link_set)NL_LINK_SET_INIT;
 	c.up = 1;
-	if (!(p.flags & IFF_UP) && (ret = set1(s, p.ifindex, &c, changes, err, errlen)))
+	if (!(p.flags & IFF_UP) && (ret = set1(s, p.ifindex, &c, changes, PLUMB_CH_UP, err, errlen)))
 		goto out;
-	if (!(v.flags & IFF_UP) && (ret = set1(s, v.ifindex, &c, changes, err, errlen)))
+	if (!(v.flags & IFF_UP) && (ret = set1(s, v.ifindex, &c, changes, PLUMB_CH_UP, err, errlen)))
 		goto out;
 
 	fa = (struct find_addr){v.ifindex, 0};
@@ -276,36 +311,90 @@ int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link
 		ret = nl_addr_add4(s, v.ifindex, plumb_imds_ip, 32, err, errlen);
 		if (ret && ret != -EEXIST)
 			goto out;
-		(*changes)++;
+		*changes |= PLUMB_CH_ADDR;
 	}
 
-	if ((ret = nl_dump_all(s, RTM_GETRULE, AF_INET, find_rule_cb, &fr, err, errlen)))
+	if ((ret = nl_dump_all(s, RTM_GETRULE, AF_INET, find_rule_cb, &found_rule, err, errlen)))
 		goto out;
-	if (!fr.found) {
+	if (!found_rule) {
 		ret = nl_rule_add4(s, plumb_imds_ip, 32, PLUMB_TABLE, PLUMB_RULE_PREF, err, errlen);
 		if (ret && ret != -EEXIST)
 			goto out;
-		(*changes)++;
+		*changes |= PLUMB_CH_RULE;
 	}
 
 	ft = (struct find_route){.oif = v.ifindex};
 	if ((ret = nl_dump_all(s, RTM_GETROUTE, AF_INET, find_route_cb, &ft, err, errlen)))
 		goto out;
+	for (size_t i = 0; i < ft.nstale; i++) {
+		ret = nl_route_del4(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][4], err, errlen);
+		if (ret && ret != -ESRCH)
+			goto out;
+		*changes |= PLUMB_CH_ROUTE;
+	}
 	if (!ft.found) {
-		/* Replace: a stale copy (another oif) is corrected in place. */
-		ret = nl_route_add4(s, PLUMB_TABLE, linklocal_net, 16, v.ifindex, plumb_imds_ip, 1,
-				    err, errlen);
+		/* Replace: a stale default (another oif) is corrected in place. */
+		ret = nl_route_add4(s, PLUMB_TABLE, any4, 0, v.ifindex, plumb_imds_ip, 1, err,
+				    errlen);
 		if (ret)
 			goto out;
-		(*changes)++;
+		*changes |= PLUMB_CH_ROUTE;
 	}
 	ret = 0;
 out:
 	return ret;
 }
 
-int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigned hops,
-			const struct arp_macset *allow, int open, char *err, size_t errlen)
+struct locals {
+	uint8_t (*out)[4];
+	int ifindex[STEER_MAX_LOCAL];
+	size_t n, cap;
+};
+
+static int locals_cb(const struct nl_msgview *m, void *ud)
+{
+	struct locals *l = ud;
+	struct nl_addr a;
+	size_t at;
+
+	if (nl_parse_addr(m, &a) || a.family != AF_INET || !a.has_local)
+		return 0;
+	if (a.local[0] == 127 || memcmp(a.local, plumb_imds_ip, 4) == 0 ||
+	    (a.local[0] == 192 && a.local[1] == 0 && a.local[2] == 0 &&
+	     a.local[3] >= STEER_ALIAS_BASE))
+		return 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (memcmp(l->out[i], a.local, 4) == 0)
+			return 0; /* an interrupted dump repeats; one address twice */
+	/* Insertion in (ifindex, address) order: the aliases stay the same
+	 * for the same set of addresses, whatever the dump order. */
+	for (at = l->n; at > 0; at--) {
+		int c = l->ifindex[at - 1] - a.ifindex;
+		if (c < 0 || (c == 0 && memcmp(l->out[at - 1], a.local, 4) < 0))
+			break;
+	}
+	if (l->n == l->cap) {
+		if (at == l->n)
+			return 0; /* sorts after everything kept: dropped */
+		l->n--;
+	}
+	memmove(l->out + at + 1, l->out + at, (l->n - at) * sizeof(*l->out));
+	memmove(l->ifindex + at + 1, l->ifindex + at, (l->n - at) * sizeof(*l->ifindex));
+	memcpy(l->out[at], a.local, 4);
+	l->ifindex[at] = a.ifindex;
+	l->n++;
+	return 0;
+}
+
+int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *err, size_t errlen)
+{
+	struct locals l = {.out = out, .cap = cap < STEER_MAX_LOCAL ? cap : STEER_MAX_LOCAL};
+	int ret = nl_dump_all(s, RTM_GETADDR, AF_INET, locals_cb, &l, err, errlen);
+	return ret ? ret : (int)l.n;
+}
+
+int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned hops, int allow_lo,
+			char *err, size_t errlen)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
 	const char *step = "socket";
@@ -331,18 +420,18 @@ int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigne
 	/* Bound by ifindex, not name: the device we looked at, not whatever
 	 * carries the name by now. */
 	step = "SO_BINDTOIFINDEX";
-	if (setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &ifindex, sizeof(ifindex))) {
+	if (setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &veth, sizeof(veth))) {
 		char name[IF_NAMESIZE];
 		if (errno != ENOPROTOOPT)
 			goto fail;
 		/* Before Linux 5.0: by name. */
 		step = "SO_BINDTODEVICE";
-		if (!if_indextoname((unsigned)ifindex, name) ||
+		if (!if_indextoname((unsigned)veth, name) ||
 		    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, (socklen_t)strlen(name) + 1))
 			goto fail;
 	}
 	step = "guard filter";
-	if ((ret = arp_guard_attach(fd, allow, open))) {
+	if ((ret = arp_guard_attach(fd, veth, allow_lo))) {
 		errno = -ret;
 		goto fail;
 	}
@@ -356,7 +445,7 @@ int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigne
 fail:
 	ret = -errno;
 	snprintf(err, errlen, "listener %u.%u.%u.%u:%u on ifindex %d: %s: %s", ip[0], ip[1], ip[2],
-		 ip[3], port, ifindex, step, strerror(errno));
+		 ip[3], port, veth, step, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	return ret;

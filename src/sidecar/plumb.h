@@ -1,32 +1,40 @@
-/* plumb: the network plumbing of docs/sidecar.md as an idempotent "ensure".
+/* plumb: the sidecar's own devices and routes, as an idempotent "ensure".
  *
- *   bridge (k6t-eth0) ── veth-imds-br ═══ veth-imds  169.254.169.254/32
+ *   veth-imds-br ═══ veth-imds  169.254.169.254/32
+ *   (no master)      (the listener, the ARP responder)
  *
- * - veth-imds-br is a port of the VM's bridge with the bridge's MTU and a
- *   MAC that can never become the bridge's own; both ends are up; the
- *   address sits on veth-imds (scope link).
- * - Return path for link-local guests: "from 169.254.169.254 lookup
- *   PLUMB_TABLE" with 169.254.0.0/16 dev veth-imds in that table.  Only
- *   packets sourced from the metadata address are affected, and a table
- *   with no match falls through to main, so no route of the pod (Calico's
- *   169.254.1.1 gateway included) is shadowed.
- * - The kernel never answers ARP for 169.254.169.254: arp_ignore 8 on
- *   veth-imds and at least 1 on the bridge (reply only for the bridge's
- *   own addresses, which KubeVirt's 10.0.2.1 is), set per device over
- *   netlink — never net.ipv4.conf.all, never through /proc/sys (read-only
- *   in an unprivileged container).
+ * Neither end is a bridge port: the VM's frames for the service reach
+ * veth-imds only through the steering rules at the VM's taps (steer.h), and
+ * what veth-imds sends goes back only to those taps.  So only the VM ever
+ * reaches veth-imds, whatever else shares the pod's bridges (the node's NIC
+ * in bridge binding, other hosts on a Multus L2).
+ *
+ * - veth-imds has a MAC derived from the VM's identity (the same in every
+ *   launcher pod of the VM: a guest's neighbour entry for the service stays
+ *   right across a live migration) and the largest MTU of the VM's taps (a
+ *   frame larger than the receiving veth's MTU would be dropped);
+ * - the return path: "from 169.254.169.254 lookup PLUMB_TABLE" with
+ *   "default dev veth-imds" in that table: every answer leaves by veth-imds,
+ *   and a guest's packet arriving there passes reverse-path filtering in
+ *   strict mode too (the reverse lookup of its source from .254 meets the
+ *   same rule).  Only packets sourced from the service address use the table,
+ *   so no route of the pod is shadowed;
+ * - the kernel never answers ARP for 169.254.169.254 (arp_ignore 8 on
+ *   veth-imds, per device over netlink: never net.ipv4.conf.all, never
+ *   /proc/sys): our responder answers, to the VM only.
  *
  * Every step first looks, then changes only what is wrong, so a second run
- * changes nothing and emits no netlink event (run.c re-runs it on events;
- * a write on every pass would wake it forever). */
+ * changes nothing and emits no netlink event (run.c re-runs it on events; a
+ * write on every pass would wake it forever). */
 #ifndef IMDS_PLUMB_H
 #define IMDS_PLUMB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arp.h"
+#include "ifaces.h"
 #include "nl.h"
+#include "steer.h"
 
 #define PLUMB_VETH "veth-imds"
 #define PLUMB_PEER "veth-imds-br"
@@ -34,57 +42,72 @@
  * address range; the priority sits well before main (32766). */
 #define PLUMB_TABLE 169254u
 #define PLUMB_RULE_PREF 1000u
-#define PLUMB_VETH_ARP_IGNORE 8u   /* never reply (ip-sysctl.rst) */
-#define PLUMB_BRIDGE_ARP_IGNORE 1u /* only for addresses on the bridge */
+#define PLUMB_VETH_ARP_IGNORE 8u /* never reply (ip-sysctl.rst) */
 #define PLUMB_MAX_LINKS 256
-#define PLUMB_MAX_TAPS 16
+#define PLUMB_DEFAULT_MTU 1500u
 
 extern const uint8_t plumb_imds_ip[4]; /* 169.254.169.254 */
-/* veth-imds-br's MAC.  A bridge whose address was not set explicitly takes
- * the lowest MAC of its ports, so a random MAC on our port could change
- * the bridge's MAC, and with it the MAC guests hold for their gateway
- * 10.0.2.1.  fe:ff:ff:ff:ff:fe (unicast, locally administered) is above
- * any MAC a tap or NIC will have; the port never sends from it. */
+/* veth-imds-br's MAC: fixed, never seen by anyone (the port is on no L2). */
 extern const uint8_t plumb_peer_mac[6];
 
 struct plumb_state {
-	int bridge; /* ifindex; 0: none */
-	char bridge_name[NL_NAMESIZ];
+	int veth; /* ifindex of veth-imds; 0: none */
+	int peer; /* ifindex of veth-imds-br */
 	uint32_t mtu;
-	int veth;   /* ifindex of veth-imds */
-	int peer;   /* ifindex of veth-imds-br */
-	int have_mac;
-	uint8_t veth_mac[6]; /* kept so a recreated veth-imds keeps its MAC:
-			      * guests' neighbour entries stay valid */
-	/* bridge ports, from the last classify */
-	size_t ntaps;
-	int taps[PLUMB_MAX_TAPS];
-	size_t nforeign; /* ports neither a tap nor veth-imds-br */
 };
 
 /* ---- pure helpers -------------------------------------------------------- */
 
-/* Index in links of the bridge to serve: the one named want, else the
- * first (lowest ifindex) whose name starts with "k6t-"; kind must be
- * "bridge".  -1 when none. */
-int plumb_pick_bridge(const struct nl_link *links, size_t n, const char *want);
-/* A VM's port: kind "tun" (KubeVirt's tap) or a name starting "tap". */
+/* veth-imds's MAC for the VM ns/name: 02:a9:fe and 24 bits of its FNV-1a
+ * hash (locally administered, unicast). */
+void plumb_vm_mac(const char *ns, const char *name, uint8_t mac[6]);
+/* A VM's tap as KubeVirt makes it (kind tun), or a link named tap* (a test's
+ * veth standing in for one). */
 int plumb_is_tap(const struct nl_link *l);
-/* Fills st->taps / ntaps / nforeign from the ports of st->bridge. */
-void plumb_classify_ports(struct plumb_state *st, const struct nl_link *links, size_t n);
-int plumb_is_tap_port(const struct plumb_state *st, int ifindex);
+/* The taps to steer, into out[0..cap) (name, ifindex), and the largest MTU
+ * among them into *mtu.  With ifs, the taps it names that exist; without,
+ * the taps whose master is a bridge named bridge_name, or any k6t-* bridge
+ * when bridge_name is NULL (the webhook did not say which).  The count. */
+size_t plumb_pick_taps(const struct nl_link *links, size_t n, const struct ifaces *ifs,
+		       const char *bridge_name, struct steer_tap *out, size_t cap, uint32_t *mtu);
 
 /* ---- effects ------------------------------------------------------------- */
 
-/* Makes the plumbing correct for bridge links[bi] (links: a fresh dump).
- * *changes counts the writes made (0: it was all right).  0 or -errno. */
-int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
-		 size_t n, int bi, unsigned *changes, char *err, size_t errlen);
+/* What plumb_ensure had to write (bits of *changes). */
+enum {
+	PLUMB_CH_PAIR = 1u << 0,   /* the veth pair (re)created */
+	PLUMB_CH_MAC = 1u << 1,
+	PLUMB_CH_MTU = 1u << 2,
+	PLUMB_CH_MASTER = 1u << 3, /* veth-imds-br released from a bridge */
+	PLUMB_CH_ARP = 1u << 4,    /* arp_ignore on veth-imds */
+	PLUMB_CH_UP = 1u << 5,
+	PLUMB_CH_ADDR = 1u << 6,
+	PLUMB_CH_RULE = 1u << 7,
+	PLUMB_CH_ROUTE = 1u << 8,
+};
+/* "veth pair, up, address" for the log. */
+void plumb_changes_text(unsigned changes, char *out, size_t cap);
 
-/* A TCP listener on ip:port bound to device ifindex (SO_BINDTOIFINDEX),
+/* Makes the plumbing correct (links: a fresh dump): the veth pair with mac
+ * on veth-imds and mtu on both, up, not enslaved, the address, the rule and
+ * the table's route.  *changes says what was written (PLUMB_CH_*; 0: it was
+ * all right).  0 or -errno, details in err. */
+int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
+		 size_t n, const uint8_t mac[6], uint32_t mtu, unsigned *changes, char *err,
+		 size_t errlen);
+
+/* The pod's own IPv4 addresses a guest could also be using as its source
+ * (bridge binding gives the guest the pod IP and keeps it on a dummy in the
+ * pod): every address but loopback's, the service's and our aliases', in
+ * (ifindex, address) order.  The count (at most cap), or -errno. */
+int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *err,
+		      size_t errlen);
+
+/* A TCP listener on ip:port bound to veth-imds (SO_BINDTOIFINDEX),
  * IP_FREEBIND (the address may not exist yet), SO_REUSEADDR, non-blocking,
- * CLOEXEC, with the guard filter attached before listen().  fd or -errno. */
-int plumb_listener_open(int ifindex, const uint8_t ip[4], uint16_t port, unsigned hops,
-			const struct arp_macset *allow, int open, char *err, size_t errlen);
+ * CLOEXEC, IP TTL hops, with the guard filter (arp_guard_prog) attached
+ * before listen().  fd or -errno. */
+int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned hops, int allow_lo,
+			char *err, size_t errlen);
 
 #endif

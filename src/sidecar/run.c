@@ -1,35 +1,34 @@
 /* run: `imds-server run` and `init` — the network half of the sidecar.
  *
- * Everything is driven by one rtnetlink event socket in the process's one
- * loop: waiting for the bridge (no polling, no deadline), restoring the
- * plumbing when something removes it, learning the VM's MAC(s) from the
- * bridge FDB.  On any relevant event the whole state is reconciled: dump,
- * compare, fix what is wrong (plumb_ensure), then make the sockets match
- * (ARP responders and HTTP listeners bound to the current ifindexes, and
- * the listeners' MAC guard).  A pass that finds everything right writes
+ * Everything is driven by two event sockets in the process's one loop:
+ * rtnetlink (links, addresses, our rule and table) and nf_tables (someone
+ * else touching our tables).  On any relevant event the whole state is
+ * reconciled: dump, compare, fix what is wrong (plumb_ensure), program the
+ * ruleset when what it must say changed (steer_build, one atomic
+ * transaction), then make the sockets match (the ARP responder and the
+ * HTTP listener on veth-imds).  A pass that finds everything right writes
  * nothing, so the events of our own writes settle after one more pass.
  *
- * Who may reach the server:
- *  - listeners are bound to the bridge (masquerade: the guest routes via
- *    10.0.2.1, the packet arrives on the bridge) and to veth-imds
- *    (link-local: the guest ARPs, we answer with veth-imds's MAC);
- *    anything arriving elsewhere (the pod's eth0) finds no listener;
- *  - while every port of the bridge but ours is a tap, whatever arrives
- *    on the bridge came from the VM, and the guard accepts all; once a
- *    foreign port is enslaved (bridge binding with eth0, a neighbour on a
- *    shared L2) the guard accepts only the VM's MACs: those the bridge
- *    learned on a tap port, and those of the network-status file.  A
- *    dropped SYN gets no answer at all;
- *  - the ARP responder answers requests whose sender the bridge has just
- *    learned on a tap port: FDB learning happens before the frame is
- *    delivered up to the bridge device, so one RTM_GETNEIGH for the
- *    frame's source MAC names the port it came in on, spoofing included
- *    (a spoofed MAC moves the entry to the spoofer's port). */
+ * What is served, and how (docs/sidecar.md, "Bindings"):
+ *  - the VM's taps (masquerade, bridge, managedTap): named by the webhook
+ *    (IMDS_INTERFACES), else every tap of a k6t-* bridge (or of
+ *    IMDS_BRIDGE_NAME).  Their frames for 169.254.169.254 are steered to
+ *    veth-imds (steer.h), so only the VM reaches the listener, and the
+ *    listener's guard takes nothing that did not come in on veth-imds: no
+ *    process of the pod, no other host;
+ *  - passt: there is no tap; passt connects from the pod for its guest, and
+ *    its connection comes over loopback to the same listener (a process of
+ *    the pod reaches a listener bound to veth-imds: kubevirt-network.md E1).
+ *    The guard then also takes loopback: every process of the pod can reach
+ *    the service, which docs/sidecar.md explains;
+ *  - SR-IOV, macvtap, unknown plugins: said once in the log, never waited
+ *    for.
+ * The fallback rules (steer.h) are programmed first, before any tap or
+ * plumbing exists, and stay when the process exits. */
 #include "run.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netpacket/packet.h>
 #include <stdio.h>
@@ -37,56 +36,67 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <linux/neighbour.h>
-
 #include "addr.h"
 #include "arp.h"
 #include "http.h"
 #include "log.h"
+#include "nft.h"
 #include "nl.h"
 #include "plumb.h"
+#include "steer.h"
 
-#define WAIT_LOG_MS 30000u     /* "still waiting" line while no bridge */
+#define WAIT_LOG_MS 30000u     /* "still waiting" line while no tap */
 #define RETRY_MIN_MS 100u      /* after a failed pass; doubles up to max */
 #define RETRY_MAX_MS 10000u
 #define EV_BUF (64u << 10)     /* one event datagram */
-#define NETSTATUS_MAX (1u << 20)
+#define NFT_BUF (64u << 10)    /* one transaction */
 #define ARP_BATCH 64           /* frames per wake-up: fair to the HTTP side */
+#define NEIGH_MAX 64           /* sources whose MAC we wrote as a neighbour */
 
 struct run {
 	struct loop *loop;
 	struct http_server *http;
-	const char *bridge_name;   /* NULL: first k6t-* */
-	const char *netstatus;     /* NULL: none */
+	const struct imds_config *cfg;
+	const char *bridge_name;   /* NULL: any k6t-* */
+	const struct ifaces *ifs;  /* NULL: not told (legacy discovery) */
+	int passt;                 /* an interface is bound by passt */
+	size_t nwanted;            /* taps the webhook named */
 	uint8_t ip[4];
 	uint16_t port;
-	unsigned hops;             /* IMDS_HOP_LIMIT */
+	unsigned hops;
+	uint8_t vmac[6];
 
-	struct nl_sock req, ev;
+	struct nl_sock req, ev, nft, nftev;
 	int wait_tfd, retry_tfd;
-	uint8_t *evbuf;
+	uint8_t *evbuf, *nftbuf;
 	struct nl_link *links;
 	size_t nlinks;
 
 	struct plumb_state ps;
+	struct steer_state want, have;
+	int programmed;            /* have is what the kernel holds */
 	int waiting;
-	int serving;               /* plumbed and listening on ps.bridge */
-	int draining;              /* the HTTP server closed our listeners */
-	int need_fdb;              /* dump the FDB on the next pass */
-	uint64_t wait_since_ms, bridge_seen_ms;
+	int serving;
+	int draining;              /* the HTTP server closed our listener */
+	uint64_t wait_since_ms, start_ms;
 	unsigned retry_ms;
 
-	int arp_br, arp_br_if;     /* broadcast requests, on the bridge */
-	int arp_veth, arp_veth_if; /* unicast re-validations, on veth-imds */
-	int lis_br, lis_br_if;
-	int lis_veth, lis_veth_if;
+	int arp, arp_if;
+	int lis, lis_if;
 
-	struct arp_macset learned, configured;
-	int learned_full;
-	struct arp_macset guard_allow;
-	int guard_open, guard_set;
+	/* The answers leave veth-imds on-link to whatever source asked: the
+	 * VM's address, an address the guest routes (hop limit > 1), the pod
+	 * IP of bridge binding.  The guest's own ARP answer resolves its
+	 * address; for the others, and for guests that ignore an ARP request
+	 * from an off-subnet sender, the MAC a source's SYN came from is written
+	 * as its neighbour entry (learned from the VM's frames only). */
+	struct {
+		uint8_t ip[4], mac[6];
+	} neigh[NEIGH_MAX];
+	size_t nneigh, neigh_next;
+	int neigh_if;
 
-	unsigned long long arp_answered, arp_refused;
+	unsigned long long arp_answered, neigh_written;
 };
 
 static void reconcile(struct run *r);
@@ -115,96 +125,31 @@ static void arm_retry(struct run *r)
 	loop_timer_arm(r->retry_tfd, loop_clock_ms() + r->retry_ms);
 }
 
-/* The network-status file is optional and may appear late (downward API):
- * absent means no configured MACs, not an error. */
-static void read_netstatus(struct run *r)
+/* "tap0 (default, masquerade), tap2657… (br1, bridge)" for the log. */
+static void describe_taps(const struct run *r, const struct steer_state *st, char *out, size_t cap)
 {
-	struct arp_macset s = {0};
-	char *buf = NULL;
-	ssize_t n;
-	int fd;
-
-	if (!r->netstatus)
-		return;
-	fd = open(r->netstatus, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		goto out;
-	buf = malloc(NETSTATUS_MAX);
-	if (!buf)
-		goto out;
-	n = read(fd, buf, NETSTATUS_MAX);
-	if (n > 0 && arp_scan_macs(buf, (size_t)n, &s) == -ENOSPC)
-		log_error("net: %s: more than %d MACs, using the first", r->netstatus,
-			  ARP_MACSET_MAX);
-out:
-	if (!arp_macset_eq(&s, &r->configured)) {
-		log_info("net: %u VM MAC(s) from %s", s.n, r->netstatus);
-		r->configured = s;
-	}
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-}
-
-static void learn(struct run *r, const uint8_t mac[6], const char *how)
-{
-	char m[18];
-	int ret = arp_macset_add(&r->learned, mac);
-	if (ret <= 0) {
-		/* Only a VM sending from many MACs fills it; say so once. */
-		if (ret == -ENOSPC && !r->learned_full) {
-			fmt_mac(mac, m);
-			log_error("net: VM MAC table full (%d), %s and later ones not added",
-				  ARP_MACSET_MAX, m);
-			r->learned_full = 1;
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t t = 0; t < st->ntaps && at < cap; t++) {
+		const char *name = NULL, *kind = NULL;
+		for (size_t i = 0; r->ifs && i < r->ifs->n; i++) {
+			if (strcmp(r->ifs->e[i].tap, st->taps[t].name) == 0) {
+				name = r->ifs->e[i].name;
+				kind = ifaces_kind_name(r->ifs->e[i].kind);
+			}
 		}
-		return;
-	}
-	fmt_mac(mac, m);
-	log_info("net: VM MAC %s (%s)", m, how);
-}
-
-static void fdb_learn(struct run *r, const struct nl_neigh *nb)
-{
-	if (nb->family != AF_BRIDGE || !nb->has_lladdr || nb->master != r->ps.bridge ||
-	    (nb->state & (NUD_PERMANENT | NUD_NOARP)) || !plumb_is_tap_port(&r->ps, nb->ifindex) ||
-	    !arp_mac_is_unicast(nb->lladdr))
-		return;
-	learn(r, nb->lladdr, "bridge FDB");
-}
-
-static int fdb_cb(const struct nl_msgview *m, void *ud)
-{
-	struct nl_neigh nb;
-	if (!nl_parse_neigh(m, &nb))
-		fdb_learn(ud, &nb);
-	return 0;
-}
-
-/* The MACs the bridge already learned on tap ports (a VM that was up
- * before this sidecar started). */
-static void dump_fdb(struct run *r)
-{
-	char err[256];
-	if (nl_dump_all(&r->req, RTM_GETNEIGH, AF_BRIDGE, fdb_cb, r, err, sizeof(err)))
-		log_error("net: %s", err);
-	r->need_fdb = 0;
-}
-
-/* ---- the guard and the listeners ----------------------------------------- */
-
-static void guard_wanted(const struct run *r, struct arp_macset *allow, int *open)
-{
-	*allow = r->configured;
-	for (unsigned i = 0; i < r->learned.n; i++)
-		if (arp_macset_add(allow, r->learned.mac[i]) == -ENOSPC)
+		int k = name ? snprintf(out + at, cap - at, "%s%s (%s, %s)", t ? ", " : "",
+					st->taps[t].name, name, kind)
+			     : snprintf(out + at, cap - at, "%s%s", t ? ", " : "", st->taps[t].name);
+		if (k < 0)
 			break;
-	*open = r->ps.nforeign == 0;
+		at += (size_t)k;
+	}
 }
 
-/* Our listener fds are owned by the HTTP server; when it drains it closes
- * them and unregisters them from the loop.  A listener that is gone from
- * the loop means: shutting down, touch nothing more. */
+/* Our listener fd is owned by the HTTP server; when it drains it closes it
+ * and unregisters it from the loop.  A listener gone from the loop means:
+ * shutting down, touch nothing more. */
 static int listener_gone(struct run *r, int fd)
 {
 	if (fd >= 0 && !loop_mask(r->loop, fd)) {
@@ -214,104 +159,76 @@ static int listener_gone(struct run *r, int fd)
 	return 0;
 }
 
-static void update_guard(struct run *r)
+static int ensure_listener(struct run *r, int want_if)
 {
-	struct arp_macset allow;
-	int open, ret;
-
-	guard_wanted(r, &allow, &open);
-	if (r->guard_set && open == r->guard_open &&
-	    (open || arp_macset_eq(&allow, &r->guard_allow)))
-		return;
-	if (listener_gone(r, r->lis_br) || listener_gone(r, r->lis_veth))
-		return;
-	int fds[2] = {r->lis_br, r->lis_veth};
-	for (int i = 0; i < 2; i++) {
-		if (fds[i] < 0)
-			continue;
-		if ((ret = arp_guard_attach(fds[i], &allow, open)))
-			log_error("net: guard filter: %s", strerror(-ret));
-	}
-	if (!r->guard_set || open != r->guard_open)
-		log_info("net: listener guard: %s", open ? "bridge has only tap ports, all accepted"
-							 : "foreign bridge port, VM MACs only");
-	r->guard_allow = allow;
-	r->guard_open = open;
-	r->guard_set = 1;
-}
-
-static int ensure_listener(struct run *r, int *fd, int *bound_if, int want_if, const char *dev)
-{
-	struct arp_macset allow;
 	char err[256];
-	int open, nfd, ret;
+	int nfd, ret;
 
-	if (listener_gone(r, *fd))
+	if (listener_gone(r, r->lis))
 		return -ESHUTDOWN;
-	if (*fd >= 0 && *bound_if == want_if)
+	if (r->lis >= 0 && r->lis_if == want_if)
 		return 0;
-	if (*fd >= 0)
-		http_server_close_listener(r->http, *fd);
-	*fd = -1;
-	*bound_if = 0;
+	if (r->lis >= 0)
+		http_server_close_listener(r->http, r->lis);
+	r->lis = -1;
+	r->lis_if = 0;
 	if (!want_if)
 		return 0;
-	guard_wanted(r, &allow, &open);
-	nfd = plumb_listener_open(want_if, r->ip, r->port, r->hops, &allow, open, err, sizeof(err));
+	nfd = plumb_listener_open(want_if, r->ip, r->port, r->hops, r->passt, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
 	}
 	if ((ret = http_server_listen_fd(r->http, nfd))) {
-		log_error("net: listener on %s: %s", dev, strerror(-ret));
+		log_error("net: listener on %s: %s", PLUMB_VETH, strerror(-ret));
 		close(nfd);
 		return ret;
 	}
-	*fd = nfd;
-	*bound_if = want_if;
+	r->lis = nfd;
+	r->lis_if = want_if;
 	return 0;
 }
 
 /* ---- ARP ----------------------------------------------------------------- */
 
-/* A port we have not classified yet (enslaved a moment ago, its event not
- * read yet): look again before deciding, or the VM's first ARP could be
- * ignored and cost it a one-second retransmit. */
-static void refresh_ports(struct run *r)
+/* ip is at mac: make veth-imds's neighbour entry say so, once per pair. */
+static void learn(struct run *r, const uint8_t ip[4], const uint8_t mac[6])
 {
 	char err[256];
-	size_t n;
-	if (nl_get_links(&r->req, r->links, PLUMB_MAX_LINKS, &n, err, sizeof(err)) == 0) {
-		r->nlinks = n;
-		plumb_classify_ports(&r->ps, r->links, n);
-		update_guard(r);
+	size_t i;
+	int ret;
+
+	if (r->neigh_if != r->arp_if) {
+		r->nneigh = r->neigh_next = 0; /* a new veth-imds: no entries */
+		r->neigh_if = r->arp_if;
 	}
+	if (ip[0] == 0 || memcmp(ip, r->ip, 4) == 0)
+		return; /* a probe (0.0.0.0), an announcement */
+	for (i = 0; i < r->nneigh; i++)
+		if (memcmp(r->neigh[i].ip, ip, 4) == 0)
+			break;
+	if (i < r->nneigh && memcmp(r->neigh[i].mac, mac, 6) == 0)
+		return;
+	ret = nl_neigh_set4(&r->req, r->arp_if, ip, mac, err, sizeof(err));
+	if (ret) {
+		log_error("net: %s", err);
+		return;
+	}
+	r->neigh_written++;
+	if (i == r->nneigh) {
+		if (r->nneigh < NEIGH_MAX)
+			i = r->nneigh++;
+		else
+			i = r->neigh_next++ % NEIGH_MAX; /* the oldest goes */
+	}
+	memcpy(r->neigh[i].ip, ip, 4);
+	memcpy(r->neigh[i].mac, mac, 6);
 }
 
-static int is_port(const struct run *r, int ifindex)
-{
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i].ifindex == ifindex)
-			return r->links[i].master == r->ps.bridge;
-	return 0;
-}
-
-/* Is the sender of this frame the VM?  Asks the bridge which port it
- * learned the source MAC on. */
-static int from_vm(struct run *r, const uint8_t mac[6])
-{
-	struct nl_neigh nb = {0}; /* filled by nl_fdb_get */
-	char err[256];
-
-	if (!r->ps.bridge || nl_fdb_get(&r->req, r->ps.bridge, mac, &nb, err, sizeof(err)))
-		return 0;
-	if (nb.ifindex == r->ps.peer || nb.ifindex == r->ps.bridge)
-		return 0; /* the pod's own stack */
-	if (!plumb_is_tap_port(&r->ps, nb.ifindex) && !is_port(r, nb.ifindex))
-		refresh_ports(r);
-	return plumb_is_tap_port(&r->ps, nb.ifindex);
-}
-
+/* Every frame that reaches veth-imds was steered there from one of the VM's
+ * taps: a request for the service address is the VM's, and is answered
+ * with veth-imds's MAC, out of veth-imds, back to the taps; a SYN tells
+ * which MAC to answer its source at. */
 static void on_arp(struct loop *l, int fd, void *data, int mask)
 {
 	struct run *r = data;
@@ -331,22 +248,20 @@ static void on_arp(struct loop *l, int fd, void *data, int mask)
 			log_error("net: arp receive: %s", strerror(-ret));
 			break;
 		}
-		if (pkttype == PACKET_OUTGOING || arp_parse(frame, len, &p) ||
-		    arp_classify(&p, plumb_imds_ip) != ARP_ANSWER)
+		if (pkttype == PACKET_OUTGOING)
 			continue;
-		if (!from_vm(r, p.eth_src)) {
-			r->arp_refused++;
-			continue;
+		{
+			uint8_t mac[6], ip[4];
+			if (arp_parse_syn(frame, len, mac, ip) == 0) {
+				learn(r, ip, mac);
+				continue;
+			}
 		}
-		learn(r, p.eth_src, "ARP from a tap port");
-		update_guard(r);
-		rlen = arp_build_reply(&p, r->ps.veth_mac, plumb_imds_ip, reply, sizeof(reply));
-		/* Out through veth-imds: the bridge then learns veth-imds's MAC
-		 * on its port, so the guest's unicast frames are not flooded. */
-		if (r->arp_veth >= 0)
-			ret = arp_socket_send(r->arp_veth, r->arp_veth_if, reply, rlen);
-		else
-			ret = arp_socket_send(r->arp_br, r->arp_br_if, reply, rlen);
+		if (arp_parse(frame, len, &p) || arp_classify(&p, r->ip) != ARP_ANSWER)
+			continue;
+		learn(r, p.spa, p.sha);
+		rlen = arp_build_reply(&p, r->vmac, r->ip, reply, sizeof(reply));
+		ret = arp_socket_send(fd, r->arp_if, reply, rlen);
 		if (ret)
 			log_error("net: arp reply: %s", strerror(-ret));
 		else
@@ -354,18 +269,18 @@ static void on_arp(struct loop *l, int fd, void *data, int mask)
 	}
 }
 
-static int ensure_arp(struct run *r, int *fd, int *bound_if, int want_if, int on_bridge)
+static int ensure_arp(struct run *r, int want_if)
 {
 	char err[256];
 	int nfd, ret;
 
-	if (*fd >= 0 && *bound_if == want_if)
+	if (r->arp >= 0 && r->arp_if == want_if)
 		return 0;
-	close_fd(r, fd);
-	*bound_if = 0;
+	close_fd(r, &r->arp);
+	r->arp_if = 0;
 	if (!want_if)
 		return 0;
-	nfd = arp_socket_open(want_if, plumb_imds_ip, !on_bridge, err, sizeof(err));
+	nfd = arp_socket_open(want_if, r->ip, r->port, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
@@ -375,171 +290,209 @@ static int ensure_arp(struct run *r, int *fd, int *bound_if, int want_if, int on
 		log_error("net: arp socket: %s", strerror(-ret));
 		return ret;
 	}
-	*fd = nfd;
-	*bound_if = want_if;
+	r->arp = nfd;
+	r->arp_if = want_if;
+	return 0;
+}
+
+/* ---- the ruleset --------------------------------------------------------- */
+
+static int program(struct run *r, const struct steer_state *st, char *err, size_t errlen)
+{
+	struct nft_batch b;
+	int ret;
+
+	nft_batch_init(&b, r->nftbuf, NFT_BUF, 1);
+	if ((ret = steer_build(st, &b)) || (ret = nft_batch_finish(&b))) {
+		snprintf(err, errlen, "building the ruleset: %s", strerror(-ret));
+		return ret;
+	}
+	return nft_commit(&r->nft, &b, err, errlen);
+}
+
+static int steer_eq(const struct steer_state *a, const struct steer_state *b)
+{
+	return a->veth == b->veth && a->peer == b->peer && !memcmp(a->vmac, b->vmac, 6) &&
+	       !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
+	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) &&
+	       a->nlocal == b->nlocal && !memcmp(a->local, b->local, a->nlocal * 4);
+}
+
+/* Programs r->want unless the kernel already holds it.  0 or -errno. */
+static int ensure_rules(struct run *r)
+{
+	char err[512], taps[256];
+	int ret;
+
+	if (r->programmed && steer_eq(&r->want, &r->have))
+		return 0;
+	ret = program(r, &r->want, err, sizeof(err));
+	if (ret) {
+		log_error("net: nf_tables: %s%s%s", strerror(-ret), err[0] ? ": " : "", err);
+		r->programmed = 0;
+		return ret;
+	}
+	describe_taps(r, &r->want, taps, sizeof(taps));
+	if (!r->programmed || r->want.ntaps != r->have.ntaps || r->want.nlocal != r->have.nlocal ||
+	    r->want.veth != r->have.veth)
+		log_info("net: nf_tables table %s: %zu tap(s) steered%s%s, %zu pod address(es) "
+			 "aliased",
+			 STEER_TABLE, r->want.ntaps, r->want.ntaps ? ": " : "", taps, r->want.nlocal);
+	r->have = r->want;
+	r->programmed = 1;
 	return 0;
 }
 
 /* ---- reconcile ----------------------------------------------------------- */
 
-static void stop_bridge_side(struct run *r)
-{
-	close_fd(r, &r->arp_br);
-	r->arp_br_if = 0;
-	if (!listener_gone(r, r->lis_br) && r->lis_br >= 0)
-		http_server_close_listener(r->http, r->lis_br);
-	r->lis_br = -1;
-	r->lis_br_if = 0;
-}
-
 static void start_waiting(struct run *r)
 {
+	char names[256] = "";
+	size_t at = 0;
 	if (r->waiting)
 		return;
 	r->waiting = 1;
-	r->serving = 0;
 	r->wait_since_ms = loop_clock_ms();
-	log_info("net: waiting for bridge %s", r->bridge_name ? r->bridge_name : "k6t-*");
+	for (size_t i = 0; r->ifs && i < r->ifs->n && at < sizeof(names); i++) {
+		if (!ifaces_kind_has_tap(r->ifs->e[i].kind))
+			continue;
+		int k = snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "",
+				 r->ifs->e[i].tap);
+		if (k > 0)
+			at += (size_t)k;
+	}
+	if (r->ifs)
+		log_info("net: waiting for the VM's tap(s): %s", names);
+	else
+		log_info("net: waiting for a VM tap on bridge %s", r->bridge_name ? r->bridge_name : "k6t-*");
 	loop_timer_arm(r->wait_tfd, r->wait_since_ms + WAIT_LOG_MS);
+}
+
+static int relist(struct run *r, char *err, size_t errlen)
+{
+	size_t n;
+	int ret = nl_get_links(&r->req, r->links, PLUMB_MAX_LINKS, &n, err, errlen);
+	if (!ret)
+		r->nlinks = n;
+	return ret;
 }
 
 static void reconcile(struct run *r)
 {
-	char err[512];
+	char err[512], taps[256];
 	unsigned changes = 0;
-	size_t n;
-	int bi, ret, had_bridge = r->ps.bridge;
+	uint32_t mtu;
+	int ret, nlocal, servable;
 
 	/* Check before this pass opens any socket: a closed listener's fd
 	 * number may be handed out again. */
-	if (r->draining || listener_gone(r, r->lis_br) || listener_gone(r, r->lis_veth))
+	if (r->draining || listener_gone(r, r->lis))
 		return;
-	ret = nl_get_links(&r->req, r->links, PLUMB_MAX_LINKS, &n, err, sizeof(err));
-	if (ret) {
+	/* The fallback first, before any plumbing: from this process's first
+	 * moment on, the pod never lets .254 out. */
+	if (!r->programmed) {
+		struct steer_state fb = r->have.veth ? r->have : (struct steer_state){0};
+		memcpy(fb.ip, r->ip, 4);
+		memcpy(fb.vmac, r->vmac, 6);
+		r->want = fb;
+		if (ensure_rules(r)) {
+			arm_retry(r);
+			return;
+		}
+	}
+	if (relist(r, err, sizeof(err))) {
 		log_error("net: %s", err);
 		arm_retry(r);
 		return;
 	}
-	r->nlinks = n;
-	bi = plumb_pick_bridge(r->links, n, r->bridge_name);
-	if (bi < 0) {
-		if (had_bridge)
-			log_info("net: bridge %s is gone", r->ps.bridge_name);
-		stop_bridge_side(r);
-		r->ps.bridge = 0;
-		start_waiting(r);
-		return;
-	}
-	if (r->waiting) {
-		r->waiting = 0;
-		r->bridge_seen_ms = loop_clock_ms();
-		loop_timer_arm(r->wait_tfd, 0);
-		log_info("net: bridge %s is here (waited %llu ms)", r->links[bi].name,
-			 (unsigned long long)(r->bridge_seen_ms - r->wait_since_ms));
-	}
-	if (had_bridge != r->links[bi].ifindex) {
-		r->need_fdb = 1;
-		r->serving = 0;
-	}
-	/* The ARP socket first: a guest's request that arrives while the
-	 * plumbing is being made then waits in its queue, instead of being
-	 * missed and retried by the guest a second later. */
-	ensure_arp(r, &r->arp_br, &r->arp_br_if, r->links[bi].ifindex, 1);
-	ret = plumb_ensure(&r->req, &r->ps, r->links, n, bi, &changes, err, sizeof(err));
+	memset(&r->want, 0, sizeof(r->want));
+	memcpy(r->want.ip, r->ip, 4);
+	memcpy(r->want.vmac, r->vmac, 6);
+	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
+					STEER_MAX_TAPS, &mtu);
+	ret = plumb_ensure(&r->req, &r->ps, r->links, r->nlinks, r->vmac, mtu, &changes, err,
+			   sizeof(err));
 	if (ret) {
-		log_error("net: plumbing %s: %s", r->links[bi].name, err);
+		log_error("net: plumbing: %s", err);
 		arm_retry(r);
 		return;
 	}
-	if (changes) {
-		/* Our writes changed ifindexes, masters, flags: look again. */
-		ret = nl_get_links(&r->req, r->links, PLUMB_MAX_LINKS, &n, err, sizeof(err));
-		if (ret) {
-			log_error("net: %s", err);
-			arm_retry(r);
-			return;
-		}
-		r->nlinks = n;
+	if (changes && relist(r, err, sizeof(err))) {
+		/* Our writes changed ifindexes, flags: look again. */
+		log_error("net: %s", err);
+		arm_retry(r);
+		return;
 	}
-	plumb_classify_ports(&r->ps, r->links, r->nlinks);
-	read_netstatus(r);
-	if (r->need_fdb)
-		dump_fdb(r);
-
-	ret = 0;
-	if (ensure_arp(r, &r->arp_br, &r->arp_br_if, r->ps.bridge, 1) ||
-	    ensure_arp(r, &r->arp_veth, &r->arp_veth_if, r->ps.veth, 0))
-		ret = -1;
-	if (ensure_listener(r, &r->lis_br, &r->lis_br_if, r->ps.bridge, r->ps.bridge_name) ||
-	    ensure_listener(r, &r->lis_veth, &r->lis_veth_if, r->ps.veth, PLUMB_VETH))
+	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
+					STEER_MAX_TAPS, &mtu);
+	r->want.veth = r->ps.veth;
+	r->want.peer = r->ps.peer;
+	nlocal = plumb_local_addrs(&r->req, r->want.local, STEER_MAX_LOCAL, err, sizeof(err));
+	if (nlocal < 0) {
+		log_error("net: %s", err);
+		arm_retry(r);
+		return;
+	}
+	r->want.nlocal = (size_t)nlocal;
+	ret = ensure_rules(r);
+	if (!ret && (ensure_arp(r, r->ps.veth) || ensure_listener(r, r->ps.veth)))
 		ret = -1;
 	if (r->draining)
 		return;
-	update_guard(r);
 	if (ret) {
 		arm_retry(r);
 		return;
 	}
 	r->retry_ms = 0;
-	if (!r->serving) {
+	servable = r->passt || r->want.ntaps > 0;
+	if (servable && !r->serving) {
 		char m[18];
-		fmt_mac(r->ps.veth_mac, m);
-		log_info("net: serving %u.%u.%u.%u:%u on %s and %s (%s), %zu tap port(s), %zu "
-			 "other port(s), hop limit %u",
-			 r->ip[0], r->ip[1], r->ip[2], r->ip[3], r->port, r->ps.bridge_name,
-			 PLUMB_VETH, m, r->ps.ntaps, r->ps.nforeign, r->hops);
-		if (r->bridge_seen_ms)
-			log_info("net: ready %llu ms after the bridge appeared",
-				 (unsigned long long)(loop_clock_ms() - r->bridge_seen_ms));
+		fmt_mac(r->vmac, m);
+		describe_taps(r, &r->want, taps, sizeof(taps));
+		log_info("net: serving %u.%u.%u.%u:%u on %s (%s) to %s%s%s, hop limit %u", r->ip[0],
+			 r->ip[1], r->ip[2], r->ip[3], r->port, PLUMB_VETH, m,
+			 r->want.ntaps ? taps : "", r->want.ntaps && r->passt ? " and " : "",
+			 r->passt ? "passt (over the pod's loopback)" : "", r->hops);
+		log_info("net: ready %llu ms after start",
+			 (unsigned long long)(loop_clock_ms() - r->start_ms));
 		r->serving = 1;
+		r->waiting = 0;
+		loop_timer_arm(r->wait_tfd, 0);
+	} else if (!servable) {
+		if (r->serving)
+			log_info("net: the VM's tap(s) are gone");
+		r->serving = 0;
+		if (!r->ifs || r->nwanted)
+			start_waiting(r);
 	} else if (changes) {
-		log_info("net: restored plumbing (%u change(s))", changes);
+		char what[160];
+		plumb_changes_text(changes, what, sizeof(what));
+		log_info("net: restored plumbing (%s)", what);
 	}
 }
 
 /* ---- events -------------------------------------------------------------- */
 
-static int bridge_name_match(const struct run *r, const char *name)
+/* Does this rtnetlink event concern what we look at?  Links: any (taps and
+ * bridges come and go only while the pod is set up); addresses: any (the
+ * pod's own, for the aliases); routes and rules: ours. */
+static int relevant(const struct nl_msgview *m)
 {
-	if (r->bridge_name && r->bridge_name[0])
-		return strcmp(name, r->bridge_name) == 0;
-	return strncmp(name, "k6t-", 4) == 0;
-}
-
-/* Does this event concern the bridge, our plumbing, or the bridge's
- * ports?  Neighbour events feed the MAC learning directly. */
-static int relevant(struct run *r, const struct nl_msgview *m)
-{
-	const struct plumb_state *ps = &r->ps;
-	struct nl_link lk;
-	struct nl_addr a;
 	struct nl_route rt;
 	struct nl_rule ru;
-	struct nl_neigh nb;
 
 	switch (m->type) {
 	case RTM_NEWLINK:
 	case RTM_DELLINK:
-		if (nl_parse_link(m, &lk))
-			return 1; /* cannot tell: look */
-		return bridge_name_match(r, lk.name) || strcmp(lk.name, PLUMB_VETH) == 0 ||
-		       strcmp(lk.name, PLUMB_PEER) == 0 ||
-		       (ps->bridge && (lk.ifindex == ps->bridge || lk.master == ps->bridge)) ||
-		       (ps->veth && lk.ifindex == ps->veth) || (ps->peer && lk.ifindex == ps->peer) ||
-		       plumb_is_tap_port(ps, lk.ifindex);
 	case RTM_NEWADDR:
 	case RTM_DELADDR:
-		return !nl_parse_addr(m, &a) && ps->veth && a.ifindex == ps->veth;
+		return 1;
 	case RTM_NEWROUTE:
 	case RTM_DELROUTE:
 		return !nl_parse_route(m, &rt) && rt.table == PLUMB_TABLE;
 	case RTM_NEWRULE:
 	case RTM_DELRULE:
 		return !nl_parse_rule(m, &ru) && ru.table == PLUMB_TABLE;
-	case RTM_NEWNEIGH:
-		if (!nl_parse_neigh(m, &nb))
-			fdb_learn(r, &nb);
-		return 0;
 	default:
 		return 0;
 	}
@@ -559,25 +512,59 @@ static void on_event(struct loop *l, int fd, void *data, int mask)
 		int ret = nl_recv_events(&r->ev, r->evbuf, EV_BUF, &len);
 		if (ret == -EAGAIN)
 			break;
-		if (ret == -ENOBUFS) {
-			/* Events were lost: trust nothing, look at everything. */
+		if (ret) {
+			/* -ENOBUFS: events were lost; trust nothing, look. */
+			if (ret != -ENOBUFS)
+				log_error("net: netlink events: %s", strerror(-ret));
 			need = 1;
-			r->need_fdb = 1;
+			if (ret != -ENOBUFS)
+				break;
 			continue;
 		}
-		if (ret) {
-			log_error("net: netlink events: %s", strerror(-ret));
-			need = 1;
-			break;
-		}
 		while (nl_next(r->evbuf, len, &off, &m) > 0)
-			if (relevant(r, &m))
+			if (relevant(&m))
 				need = 1;
 	}
 	if (need)
 		reconcile(r);
-	else if (!r->draining && r->serving)
-		update_guard(r);
+}
+
+/* Someone else changed our tables (nft flush ruleset, a debugging
+ * operator): put them back, as any other removed plumbing. */
+static void on_nft_event(struct loop *l, int fd, void *data, int mask)
+{
+	struct run *r = data;
+	int need = 0;
+	(void)l;
+	(void)fd;
+	(void)mask;
+
+	for (int i = 0; i < 256; i++) {
+		struct nl_msgview m;
+		size_t len, off = 0;
+		int ret = nl_recv_events(&r->nftev, r->evbuf, EV_BUF, &len);
+		if (ret == -EAGAIN)
+			break;
+		if (ret) {
+			need = 1;
+			if (ret != -ENOBUFS)
+				break;
+			continue;
+		}
+		while (nl_next(r->evbuf, len, &off, &m) > 0) {
+			struct nft_msg nm;
+			if (m.portid == r->nft.portid || nft_parse_msg(&m, &nm))
+				continue; /* our own transaction's echo */
+			if (strcmp(nm.table, STEER_TABLE) == 0)
+				need = 1;
+		}
+	}
+	if (need && r->programmed) {
+		log_info("net: nf_tables table %s was changed by another process: programming it again",
+			 STEER_TABLE);
+		r->programmed = 0;
+		reconcile(r);
+	}
 }
 
 static void on_wait_timer(struct loop *l, int fd, void *data, int mask)
@@ -588,8 +575,7 @@ static void on_wait_timer(struct loop *l, int fd, void *data, int mask)
 	loop_timer_ack(fd);
 	if (!r->waiting)
 		return;
-	log_info("net: still waiting for bridge %s (%llu s)",
-		 r->bridge_name ? r->bridge_name : "k6t-*",
+	log_info("net: still waiting for the VM's tap (%llu s)",
 		 (unsigned long long)((loop_clock_ms() - r->wait_since_ms) / 1000u));
 	loop_timer_arm(fd, loop_clock_ms() + WAIT_LOG_MS);
 }
@@ -609,43 +595,67 @@ static int listen_ip(const char *addr, uint8_t ip[4], uint16_t *port, char *err,
 	struct sockaddr_storage ss;
 	socklen_t sl;
 
-	if (addr_parse(addr, &ss, &sl) < 0)
+	if (addr_parse(addr, &ss, &sl) < 0 || ss.ss_family != AF_INET)
 		goto bad;
-	if (ss.ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
-		memcpy(ip, &s4->sin_addr, 4);
-		*port = ntohs(s4->sin_port);
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+	memcpy(ip, &s4->sin_addr, 4);
+	*port = ntohs(s4->sin_port);
+	if (memcmp(ip, plumb_imds_ip, 4) == 0)
 		return 0;
-	}
-	if (ss.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
-		/* ":PORT": any address, still bound to the two devices. */
-		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr)) {
-			memset(ip, 0, 4);
-			*port = ntohs(s6->sin6_port);
-			return 0;
-		}
-	}
 bad:
-	snprintf(err, errlen, "IMDS_LISTEN_ADDR '%s': run needs an IPv4 address and port", addr);
+	snprintf(err, errlen,
+		 "IMDS_LISTEN_ADDR '%s': run serves 169.254.169.254 (a port may be chosen: "
+		 "169.254.169.254:PORT)",
+		 addr);
 	return -EINVAL;
+}
+
+/* What the webhook said about the interfaces, once: which are served, which
+ * cannot be and why. */
+static void tell_interfaces(struct run *r)
+{
+	if (!r->ifs) {
+		log_info("net: IMDS_INTERFACES not set (a launcher pod admitted without the VMI's "
+			 "imds.kubevirt.io/interfaces): serving the taps of %s",
+			 r->bridge_name ? r->bridge_name : "every k6t-* bridge");
+		return;
+	}
+	for (size_t i = 0; i < r->ifs->n; i++) {
+		const struct ifaces_entry *e = &r->ifs->e[i];
+		const char *why = ifaces_kind_unserved(e->kind);
+		if (why)
+			log_info("net: interface %s (%s) cannot be served: %s", e->name,
+				 ifaces_kind_name(e->kind), why);
+		else if (e->kind == IFACES_PASST)
+			log_info("net: interface %s (passt): served over the pod's loopback", e->name);
+		else
+			log_info("net: interface %s (%s): served through %s", e->name,
+				 ifaces_kind_name(e->kind), e->tap);
+	}
+	if (!r->passt && !r->nwanted)
+		log_info("net: no interface of this VM can reach the service; the sidecar stays idle");
 }
 
 static void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	close_fd(r, &r->arp_br);
-	close_fd(r, &r->arp_veth);
+	close_fd(r, &r->arp);
 	close_fd(r, &r->wait_tfd);
 	close_fd(r, &r->retry_tfd);
 	if (r->ev.fd >= 0)
 		loop_del(r->loop, r->ev.fd, LOOP_READABLE);
+	if (r->nftev.fd >= 0)
+		loop_del(r->loop, r->nftev.fd, LOOP_READABLE);
 	nl_close(&r->ev);
 	nl_close(&r->req);
-	/* Listeners belong to the HTTP server; the plumbing stays (a
-	 * restarted sidecar reuses it, and the bridge is never ours). */
+	nl_close(&r->nftev);
+	nl_close(&r->nft);
+	/* The listener belongs to the HTTP server; the plumbing and the rules
+	 * stay (a restarted sidecar adopts them, and the fallback must hold
+	 * while no sidecar runs). */
 	free(r->evbuf);
+	free(r->nftbuf);
 	free(r->links);
 	free(r);
 }
@@ -654,7 +664,7 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 			   const struct imds_config *cfg, char *err, size_t errlen)
 {
 	static const unsigned groups[] = {RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE,
-					  RTNLGRP_IPV4_RULE, RTNLGRP_NEIGH};
+					  RTNLGRP_IPV4_RULE};
 	struct run *r = calloc(1, sizeof(*r));
 	int ret;
 
@@ -664,28 +674,39 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 	}
 	r->loop = l;
 	r->http = http;
+	r->cfg = cfg;
 	r->hops = cfg->hop_limit;
 	r->bridge_name = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
-	r->netstatus = cfg->network_status_file && cfg->network_status_file[0]
-			       ? cfg->network_status_file
-			       : NULL;
+	r->ifs = cfg->have_ifaces ? &cfg->ifaces : NULL;
+	for (size_t i = 0; r->ifs && i < r->ifs->n; i++) {
+		if (r->ifs->e[i].kind == IFACES_PASST)
+			r->passt = 1;
+		if (ifaces_kind_has_tap(r->ifs->e[i].kind))
+			r->nwanted++;
+	}
+	plumb_vm_mac(cfg->ns, cfg->vm_name, r->vmac);
 	nl_sock_init(&r->req);
 	nl_sock_init(&r->ev);
+	nl_sock_init(&r->nft);
+	nl_sock_init(&r->nftev);
 	r->wait_tfd = r->retry_tfd = -1;
-	r->arp_br = r->arp_veth = r->lis_br = r->lis_veth = -1;
+	r->arp = r->lis = -1;
+	r->start_ms = loop_clock_ms();
 	if (listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, r->ip, &r->port,
 		      err, errlen))
 		goto fail;
 	r->evbuf = malloc(EV_BUF);
+	r->nftbuf = malloc(NFT_BUF);
 	r->links = calloc(PLUMB_MAX_LINKS, sizeof(*r->links));
-	if (!r->evbuf || !r->links) {
+	if (!r->evbuf || !r->nftbuf || !r->links) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	/* Subscribe before the first dump: a change between the two is then
 	 * an event we will read, not a gap. */
 	if (nl_open(&r->ev, groups, sizeof(groups) / sizeof(groups[0]), err, errlen) ||
-	    nl_open(&r->req, NULL, 0, err, errlen))
+	    nl_open(&r->req, NULL, 0, err, errlen) || nft_open(&r->nftev, 1, err, errlen) ||
+	    nft_open(&r->nft, 0, err, errlen))
 		goto fail;
 	r->wait_tfd = loop_timer_new();
 	r->retry_tfd = loop_timer_new();
@@ -694,12 +715,12 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 		goto fail;
 	}
 	if ((ret = loop_add(l, r->ev.fd, LOOP_READABLE, on_event, r)) ||
+	    (ret = loop_add(l, r->nftev.fd, LOOP_READABLE, on_nft_event, r)) ||
 	    (ret = loop_add(l, r->wait_tfd, LOOP_READABLE, on_wait_timer, r)) ||
 	    (ret = loop_add(l, r->retry_tfd, LOOP_READABLE, on_retry_timer, r))) {
 		snprintf(err, errlen, "event loop: %s", strerror(-ret));
 		goto fail;
 	}
-	r->need_fdb = 1;
 	return r;
 fail:
 	run_free(r);
@@ -716,13 +737,15 @@ int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg
 		log_error("net: %s", err);
 		return 1;
 	}
+	tell_interfaces(r);
 	reconcile(r);
 	ret = loop_run(l);
 	log_flush();
 	if (ret < 0)
 		log_error("event loop: %s", strerror(-ret));
-	log_info("net: stopped (%llu ARP replies, %llu requests refused); plumbing left in place",
-		 r->arp_answered, r->arp_refused);
+	log_info("net: stopped (%llu ARP replies, %llu neighbour entries written); plumbing and "
+		 "rules left in place",
+		 r->arp_answered, r->neigh_written);
 	run_free(r);
 	return ret < 0 ? 1 : 0;
 }
@@ -730,36 +753,70 @@ int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg
 int init_main(const struct imds_config *cfg)
 {
 	struct plumb_state ps = {0};
+	struct steer_state st = {0};
 	struct nl_link *links = calloc(PLUMB_MAX_LINKS, sizeof(*links));
-	struct nl_sock s;
+	uint8_t *buf = malloc(NFT_BUF);
+	struct nl_sock s, nft;
+	struct nft_batch b;
+	const struct ifaces *ifs = cfg->have_ifaces ? &cfg->ifaces : NULL;
+	const char *bridge = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
 	char err[512];
-	const char *want = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
 	unsigned changes = 0;
+	uint32_t mtu;
 	size_t n;
-	int bi, status = 1;
+	int nlocal, status = 1;
 
 	nl_sock_init(&s);
-	if (!links) {
+	nl_sock_init(&nft);
+	if (!links || !buf) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto out;
 	}
-	if (nl_open(&s, NULL, 0, err, sizeof(err)) ||
+	if (listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, st.ip,
+		      &(uint16_t){0}, err, sizeof(err)))
+		goto out;
+	plumb_vm_mac(cfg->ns, cfg->vm_name, st.vmac);
+	if (nl_open(&s, NULL, 0, err, sizeof(err)) || nft_open(&nft, 0, err, sizeof(err)) ||
 	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
 		goto out;
-	bi = plumb_pick_bridge(links, n, want);
-	if (bi < 0) {
-		snprintf(err, sizeof(err), "no bridge %s in this network namespace",
-			 want ? want : "k6t-*");
+	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
+	if (plumb_ensure(&s, &ps, links, n, st.vmac, mtu, &changes, err, sizeof(err)) ||
+	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
+		goto out;
+	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
+	st.veth = ps.veth;
+	st.peer = ps.peer;
+	nlocal = plumb_local_addrs(&s, st.local, STEER_MAX_LOCAL, err, sizeof(err));
+	if (nlocal < 0)
+		goto out;
+	st.nlocal = (size_t)nlocal;
+	nft_batch_init(&b, buf, NFT_BUF, 1);
+	if (steer_build(&st, &b) || nft_batch_finish(&b)) {
+		snprintf(err, sizeof(err), "building the ruleset: %s", strerror(-b.err));
 		goto out;
 	}
-	if (plumb_ensure(&s, &ps, links, n, bi, &changes, err, sizeof(err)))
-		goto out;
-	log_info("net: plumbing on %s is in place (%u change(s))", ps.bridge_name, changes);
+	{
+		char why[256];
+		int ret = nft_commit(&nft, &b, why, sizeof(why));
+		if (ret) {
+			snprintf(err, sizeof(err), "nf_tables: %s%s%s", strerror(-ret), why[0] ? ": " : "",
+				 why);
+			goto out;
+		}
+	}
+	{
+		char what[160];
+		plumb_changes_text(changes, what, sizeof(what));
+		log_info("net: plumbing in place (%s), %zu tap(s) steered", changes ? what : "nothing to change",
+			 st.ntaps);
+	}
 	status = 0;
 out:
 	if (status)
 		fprintf(stderr, "imds-server init: %s\n", err);
 	nl_close(&s);
+	nl_close(&nft);
 	free(links);
+	free(buf);
 	return status;
 }

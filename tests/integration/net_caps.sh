@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `run` as a non-root user holding exactly CAP_NET_ADMIN, CAP_NET_RAW and
 # CAP_NET_BIND_SERVICE (capsh, ambient capabilities: what a container with
-# `drop: [ALL]` plus those three gets).  It plumbs, answers ARP and serves
-# both guest kinds; the pod's all.rp_filter and all.arp_ignore are what
-# they were.  (root, to set it up)
+# `drop: [ALL]` plus those three gets).  It plumbs, programs its nf_tables
+# rules, answers ARP and serves both guest kinds; the pod's all.rp_filter
+# and all.arp_ignore are what they were.  (root, to set it up)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
@@ -16,8 +16,8 @@ if ! command -v capsh >/dev/null; then
 	tap_done
 	exit 1
 fi
-if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" linklocal; then
-	not_ok "network namespaces set up (needs root and iproute2)"
+if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 linklocal; then
+	not_ok "launcher pod and guest set up (needs root, iproute2, nftables)"
 	tap_done
 	exit 1
 fi
@@ -30,7 +30,8 @@ cp -r "$NET_TMP/tokens" "$NET_TMP/data" "$CAPS_DIR/"
 cp "$IMDS_SERVER" "$CAPS_DIR/imds-server"
 chmod -R a+rX "$CAPS_DIR"
 IMDS_SERVER=$CAPS_DIR/imds-server
-CAPS_ENV=(IMDS_TOKEN_PATH="$CAPS_DIR/tokens/token" IMDS_USER_DATA_FILE="$CAPS_DIR/data/user-data")
+CAPS_ENV=(IMDS_TOKEN_PATH="$CAPS_DIR/tokens/token" IMDS_USER_DATA_FILE="$CAPS_DIR/data/user-data"
+	IMDS_INTERFACES=default:masquerade:tap0)
 
 # The pod's pod-wide settings, deliberately not the defaults, must survive.
 in_pod sysctl -qw net.ipv4.conf.all.rp_filter=1
@@ -75,7 +76,7 @@ expect_eq "SIGTERM: exit 0" 0 "$IMDS_STATUS"
 expect_eq "pod-wide all.rp_filter, all.arp_ignore, default.arp_ignore unchanged" "$sys0" \
 	"$(sysctl_pod all/rp_filter) $(sysctl_pod all/arp_ignore) $(sysctl_pod default/arp_ignore)"
 
-out=$(ip netns exec "$NS_POD" env IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
+out=$(ip netns exec "$NS_POD" env -i PATH="$PATH" IMDS_INTERFACES=default:masquerade:tap0 \
 	capsh --keep=1 --user=nobody --inh="$CAPS" --addamb="$CAPS" -- -c 'exec "$@"' imds "$IMDS_SERVER" init 2>&1)
 expect_eq "init under capsh: exit 0" 0 "$?"
 if imds_log_clean; then ok "server log free of sanitizer reports"; else not_ok "server log free of sanitizer reports"; fi

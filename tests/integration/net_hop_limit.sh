@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 
 NS_NEST=$NS_TAG-nest
-if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" masquerade ||
+if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 masquerade ||
 	! ns_new "$NS_NEST"; then
 	not_ok "network namespaces set up (needs root and iproute2)"
 	tap_done
@@ -28,6 +28,7 @@ ip -n "$NS_NEST" route add default via 10.9.0.1
 # The pod reaches it through the guest (KubeVirt's masquerade would NAT it
 # to the guest's address; the TTL is spent the same way: the guest forwards).
 ip -n "$NS_POD" route add 10.9.0.0/24 via 10.0.2.2
+# The answers leave veth-imds for the workload's address as for the guest's.
 
 served() { # ns url -> "200", or "no answer" (connect timed out)
 	local code
@@ -38,7 +39,7 @@ served() { # ns url -> "200", or "no answer" (connect timed out)
 }
 
 for hops in default 1 2 64; do
-	if [[ $hops == default ]]; then imds_start; else imds_start IMDS_HOP_LIMIT="$hops"; fi
+	if [[ $hops == default ]]; then imds_start IMDS_INTERFACES=default:masquerade:tap0; else imds_start IMDS_INTERFACES=default:masquerade:tap0 IMDS_HOP_LIMIT="$hops"; fi
 	want=$([[ $hops == default ]] && echo 1 || echo "$hops")
 	if ! imds_wait_serving 1 10; then
 		not_ok "hop limit $hops: serving" "$(imds_log_tail)"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A guest with only a link-local address (169.254.10.20/16, no gateway)
-# ARPs for 169.254.169.254 on the bridge; with net.ipv4.conf.all.arp_ignore=8
+# ARPs for 169.254.169.254 through its tap; with net.ipv4.conf.all.arp_ignore=8
 # in the pod the kernel cannot answer, so only the sidecar's responder can.
 # Real cloud-init succeeds; with the responder stopped it fails; a second
-# MAC on the bridge that is not the VM's gets no ARP reply and no answer;
-# probes are answered per RFC 5227, announcements are not.  (root)
+# host on the bridge on a port that is not the VM's tap gets no ARP reply and
+# no answer; probes are answered per RFC 5227, announcements are not.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
@@ -14,14 +14,14 @@ set -uo pipefail
 ARP_PROBE=$REPO/tests/lib/arp_probe.py
 NS_OTHER=$NS_TAG-other
 
-if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" linklocal; then
-	not_ok "network namespaces set up (needs root and iproute2)"
+if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 linklocal; then
+	not_ok "launcher pod and link-local guest set up (needs root, iproute2, nftables)"
 	tap_done
 	exit 1
 fi
 in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=8
 
-imds_start
+imds_start IMDS_INTERFACES=default:masquerade:tap0
 if imds_wait_serving 1 10; then
 	ok "run: serving"
 else
@@ -54,8 +54,9 @@ if grep -q '"replies": 0' <<<"$out"; then ok "gratuitous ARP (announcement) not 
 out=$(probe --unicast "$veth_mac")
 if grep -q '"replies": 1' <<<"$out"; then ok "unicast re-validation to veth-imds answered"; else not_ok "unicast re-validation to veth-imds answered" "$out"; fi
 
-# A second guest on its own bridge port: not the VM.
-vm_attach "$NS_OTHER" linklocal 52:54:00:aa:bb:cc nb0 169.254.10.30
+# A second guest on its own bridge port (a tap that is not the VM's).
+tap_add tap1 k6t-eth0 1400
+guest_attach "$NS_OTHER" tap1 linklocal 52:54:00:aa:bb:cc 169.254.10.30
 out=$(ip netns exec "$NS_OTHER" "$PY" "$ARP_PROBE" eth0 169.254.169.254 --count 3 --timeout 1)
 if grep -q '"replies": 0' <<<"$out"; then ok "a MAC on another bridge port gets no ARP reply"; else not_ok "a MAC on another bridge port gets no ARP reply" "$out"; fi
 out=$(ip netns exec "$NS_OTHER" "$PY" "$ARP_PROBE" eth0 169.254.169.254 --unicast "$veth_mac" --timeout 0.5)
@@ -93,7 +94,7 @@ else
 	not_ok "responder stopped: guest's ARP for 169.254.169.254 unresolved" "$(in_vm ip neigh)"
 fi
 in_vm ip neigh flush dev eth0
-imds_start
+imds_start IMDS_INTERFACES=default:masquerade:tap0
 if imds_wait_serving 1 10 && out=$(cloudinit_fetch "$NS_VM" 2>&1) && grep -q '"ok": true' <<<"$out"; then
 	ok "responder back: the fetch succeeds again"
 else

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Something removes part of the plumbing while the guest is being served:
-# the sidecar sees it on its rtnetlink subscription and restores it; the
-# guest is served again within 1 s, and nothing ends up duplicated.  Both
-# guest kinds: link-local (all.arp_ignore=8: the responder must come back
-# too) and masquerade.  (root)
+# the sidecar sees it on its rtnetlink or nf_tables subscription and
+# restores it; the guest is served again within 1 s, and nothing ends up
+# duplicated.  Both guest kinds: link-local (all.arp_ignore=8: the responder
+# must come back too) and masquerade.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
@@ -14,7 +14,8 @@ count_plumbing() {
 	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \
 $(in_pod ip -4 -o addr show | grep -c '169\.254\.169\.254/32') \
 $(in_pod ip -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
-$(in_pod ip -4 route show table 169254 | grep -c '^169\.254\.0\.0/16 dev veth-imds')"
+$(in_pod ip -4 route show table 169254 | grep -c '^default dev veth-imds') \
+$(in_pod nft list tables | grep -c kubevirt_imds)"
 }
 
 # breaks MODE NAME COMMAND: runs COMMAND in the pod while the guest keeps
@@ -31,19 +32,19 @@ breaks() {
 	fi
 	# The plumbing is whole again (give the last event a moment).
 	local i
-	for ((i = 0; i < 100; i++)); do [[ "$(count_plumbing)" == "2 1 1 1" ]] && break; sleep 0.01; done
-	expect_eq "$mode: after '$name' plumbing whole, nothing duplicated" "2 1 1 1" "$(count_plumbing)"
+	for ((i = 0; i < 100; i++)); do [[ "$(count_plumbing)" == "2 1 1 1 3" ]] && break; sleep 0.01; done
+	expect_eq "$mode: after '$name' plumbing whole, nothing duplicated" "2 1 1 1 3" "$(count_plumbing)"
 }
 
 for mode in ${NET_MODES:-linklocal masquerade}; do
 	NS_POD=$NS_TAG-pod-$mode NS_VM=$NS_TAG-vm-$mode NS_NODE=$NS_TAG-node-$mode
-	if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" "$mode"; then
-		not_ok "network namespaces set up (needs root and iproute2)"
+	if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 "$mode"; then
+		not_ok "launcher pod and guest set up (needs root, iproute2, nftables)"
 		tap_done
 		exit 1
 	fi
 	[[ $mode == linklocal ]] && in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=8
-	imds_start
+	imds_start IMDS_INTERFACES=default:masquerade:tap0
 	if imds_wait_serving 1 10 && guest_get "$NS_VM" /healthz >/dev/null; then
 		ok "$mode: served"
 	else
@@ -54,13 +55,17 @@ for mode in ${NET_MODES:-linklocal masquerade}; do
 	expect_eq "$mode: recreated veth-imds keeps its MAC (guests' ARP caches stay right)" "$mac" \
 		"$(in_pod cat /sys/class/net/veth-imds/address)"
 	breaks "$mode" "ip addr del 169.254.169.254/32 dev veth-imds" "ip addr del 169.254.169.254/32 dev veth-imds"
-	breaks "$mode" "ip link set veth-imds-br nomaster" "ip link set veth-imds-br nomaster"
+	breaks "$mode" "ip link set veth-imds-br master k6t-eth0" "ip link set veth-imds-br master k6t-eth0"
 	breaks "$mode" "ip link set veth-imds down" "ip link set veth-imds down"
 	breaks "$mode" "ip rule del pref 1000" "ip rule del pref 1000"
 	breaks "$mode" "ip route flush table 169254" "ip route flush table 169254"
 	breaks "$mode" "ip link del veth-imds-br" "ip link del veth-imds-br"
+	breaks "$mode" "nft delete table netdev kubevirt_imds" "nft delete table netdev kubevirt_imds"
+	breaks "$mode" "nft flush ruleset" "nft flush ruleset"
+	expect_eq "$mode: veth-imds-br is no bridge port again" "" "$(in_pod ip -o link show master k6t-eth0 | grep -o veth-imds-br)"
 	n=$(grep -c 'restored plumbing' "$IMDS_LOG")
-	if ((n >= 7)); then ok "$mode: $n restorations logged"; else not_ok "$mode: restorations logged" "$(imds_log_tail 30)"; fi
+	m=$(grep -c 'changed by another process' "$IMDS_LOG")
+	if ((n >= 7 && m >= 2)); then ok "$mode: $n plumbing restorations and $m rule reprogrammings logged"; else not_ok "$mode: restorations logged" "$n $m" "$(imds_log_tail 30)"; fi
 	imds_stop
 	expect_eq "$mode: SIGTERM exit 0" 0 "$IMDS_STATUS"
 done

@@ -6,14 +6,15 @@
 #     needs the sidecar's ARP responder),
 #   - the token and the user-data rotated by kubelet's ..data swap, each new
 #     value unique, the old timestamped folder removed as kubelet does,
-#   - the bridge deleted and created again,
+#   - the sidecar's plumbing removed (veth-imds deleted, or its nf_tables
+#     steering), which it restores,
 #   - ARP floods from the guest (bench/arp_flood.c),
 #   - slow clients that trickle their headers (the header timeout closes them),
 #   - admission reviews over TLS to imds-webhook while its certificate is
 #     rotated by the ..data swap.
 # At the end: no descriptor growth, no memory growth (VmRSS and descriptors
 # sampled every second, printed), no answer other than the expected ones
-# (connection errors only while the bridge is away), every rotated value
+# (connection errors only while the plumbing is being restored), every rotated value
 # served, both servers exit 0 on SIGTERM.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
@@ -28,7 +29,7 @@ VARIANT=${IMDS_VARIANT:-debug}
 WH=${IMDS_WEBHOOK:-$REPO/build/$VARIANT/imds-webhook}
 SOAK=$REPO/tests/lib/soak.py
 ROTATE_S=1    # token and user-data alternately, each value lives 2 s
-FLAP_S=11     # bridge away for 0.3 s every FLAP_S
+FLAP_S=11     # plumbing removed every FLAP_S (restored by the sidecar)
 FLOOD_S=7     # an ARP flood of FLOOD_N requests every FLOOD_S
 FLOOD_N=20000
 CERT_S=5      # webhook certificate rotation
@@ -67,8 +68,8 @@ token_of() { echo "$(b64url '{"alg":"RS256"}').$(b64url "{\"exp\":4102444800,\"j
 userdata_of() { printf '#cloud-config\nhostname: soakvm\n# soak-user-data-%s' "$1"; }
 
 # --- the pod, the guest, the sidecar ------------------------------------------------
-if ! ns_setup || ! pod_eth0 || ! pod_bridge 1400 || ! vm_attach "$NS_VM" linklocal; then
-	not_ok "network namespaces set up (needs root and iproute2)"
+if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 linklocal; then
+	not_ok "launcher pod and link-local guest set up (needs root, iproute2, nftables)"
 	tap_done
 	exit 1
 fi
@@ -77,7 +78,7 @@ TOK=$D/tokens UD=$D/data
 kswap "$TOK" 0 token "$(token_of 0)"
 kswap "$UD" 0 user-data "$(userdata_of 0)"
 imds_start IMDS_TOKEN_PATH="$TOK/token" IMDS_USER_DATA_FILE="$UD/user-data" \
-	IMDS_HEADER_TIMEOUT_MS=$HEADER_MS
+	IMDS_HEADER_TIMEOUT_MS=$HEADER_MS IMDS_INTERFACES=default:masquerade:tap0
 if imds_wait_serving 1 10 && guest_get "$NS_VM" /healthz >/dev/null; then
 	ok "sidecar serving the link-local guest"
 else
@@ -112,7 +113,7 @@ rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 SC_FD0=$(fds "$IMDS_PID") WH_FD0=$(fds "$WPID")
 
 # --- the load --------------------------------------------------------------------------
-echo "# soak: ${SECS}s, $VARIANT build; rotations every ${ROTATE_S}s, bridge away every ${FLAP_S}s," \
+echo "# soak: ${SECS}s, $VARIANT build; rotations every ${ROTATE_S}s, plumbing removed every ${FLAP_S}s," \
 	"ARP flood of $FLOOD_N every ${FLOOD_S}s, certificate every ${CERT_S}s, header timeout ${HEADER_MS}ms"
 T0=$EPOCHREALTIME
 END=$((SECONDS + SECS))
@@ -157,21 +158,18 @@ cert_rotations() {
 cert_rotations &
 BG+=($!)
 
-cat >"$D/bridge.batch" <<'EOF'
-link add k6t-eth0 type bridge
-link set k6t-eth0 mtu 1400
-addr add 10.0.2.1/24 dev k6t-eth0
-link set tap0 master k6t-eth0
-link set k6t-eth0 up
-EOF
-# Bridge away and back, ARP floods: one loop, so they never overlap.
-t_flap=$((SECONDS + FLAP_S)) t_flood=$((SECONDS + FLOOD_S))
+# Plumbing removed (the veth pair, or the steering rules, by turns; the
+# sidecar restores either), ARP floods: one loop, so they never overlap.
+t_flap=$((SECONDS + FLAP_S)) t_flood=$((SECONDS + FLOOD_S)) nflap=0
 while ((SECONDS < END - 2)); do
 	if ((SECONDS >= t_flap)); then
 		down=$EPOCHREALTIME
-		ip -n "$NS_POD" link del k6t-eth0
+		if ((nflap++ % 2)); then
+			in_pod nft delete table netdev kubevirt_imds
+		else
+			ip -n "$NS_POD" link del veth-imds
+		fi
 		sleep 0.3
-		ip -n "$NS_POD" -batch "$D/bridge.batch"
 		echo "$down $EPOCHREALTIME" >>"$D/flaps.log"
 		t_flap=$((SECONDS + FLAP_S))
 	elif ((SECONDS >= t_flood)); then

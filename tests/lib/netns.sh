@@ -1,45 +1,60 @@
-# netns.sh — network-namespace topologies for the sidecar's network tests
-# (sourced; needs root).  Every namespace is uniquely named and deleted on
-# EXIT, even when the test fails or is interrupted.
+# netns.sh — virt-launcher pods as KubeVirt builds them, binding by binding,
+# in network namespaces, for the sidecar's network tests (sourced; root).
+# Every namespace is uniquely named and deleted on EXIT, even when the test
+# fails or is interrupted.  The KubeVirt source each step follows is cited
+# (kubevirt/kubevirt, pkg/network/...; ../shared/kubevirt-network.md has the
+# facts); where this kernel lacks what KubeVirt uses, the stand-in is named.
 #
-#   node netns  ── cali0 ═══ eth0 ── pod netns ── k6t-eth0 (bridge) ── tap0 ═══ eth0 ── vm netns
-#   (Calico-like host side:           (the virt-launcher pod:                     (the guest)
-#    proxy ARP for 169.254.1.1)        default via 169.254.1.1)
+#   node netns ── cali0 ═══ eth0 ── pod netns (the launcher) ── tap0 ~~tapwire~~ eth0 ── guest netns
+#   (Calico-like: proxy ARP           (masquerade: k6t-eth0 + tap0 + nat;         (a netns playing the VM:
+#    with proxy_delay 0)               bridge: eth0-nic + dummy eth0 + tap0 ...)    tapwire moves its frames
+#                                                                                  through a real tap, as qemu)
 #
-#   ns_setup                 creates NS_NODE, NS_POD, NS_VM (names in those vars)
-#   pod_eth0                 the pod's eth0 to the node, Calico-style
-#   pod_bridge [MTU]         k6t-eth0 with 10.0.2.1/24 (masquerade gateway)
-#   vm_attach NS MODE [MAC] [PORT]  a "guest" netns on the bridge through port PORT
-#                            (default tap0: the tap KubeVirt would create);
-#                            MODE masquerade (10.0.2.2/24 via 10.0.2.1) or
-#                            linklocal (169.254.10.20/16, no gateway)
-#   imds_start [VAR=value...]  imds-server run in the pod; IMDS_PID, IMDS_LOG
-#   imds_wait_serving [N]    until the Nth "net: serving" line (default 1)
-#   imds_stop                SIGTERM and wait
+#   ns_setup                      creates NS_NODE, NS_POD, NS_VM (names in those vars)
+#   node_link                     the CNI's pod eth0 and the node behind it (Calico)
+#   launcher_masquerade [istio]   KubeVirt's masquerade binding (with Istio's variant)
+#   launcher_istio                launcher_masquerade istio + Istio's own rules + a proxy
+#   launcher_bridge               bridge binding on the pod network
+#   launcher_managedtap           a managedTap plugin on an OVN-K primary UDN (ovn-udn1)
+#   launcher_multus_bridge NET    masquerade on the pod network + Multus bridge network NET
+#   launcher_passt | launcher_macvtap NET | launcher_sriov
+#   guest_attach NS TAP MODE [MAC] [ADDR]   the VM: MODE masquerade | bridge | bridge-ll |
+#                                 linklocal | udn | none; through tap TAP of the pod
+#   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
+#   imds_wait_serving [N]         until the Nth "net: serving" line (default 1)
+#   imds_stop                     SIGTERM and wait
+#   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254
 #   in_pod/in_vm/in_node CMD...
 # shellcheck shell=bash
 
 NETNS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=${REPO:-$(cd "$NETNS_LIB/../.." && pwd)}
 IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
+TAPWIRE=${TAPWIRE:-$REPO/build/debug/tests/tapwire}
 PY=/usr/bin/python3
 NS_TAG=imds$$r$RANDOM
 NS_NODE=$NS_TAG-node
 NS_POD=$NS_TAG-pod
 NS_VM=$NS_TAG-vm
 NS_ALL=()
+BG_PIDS=() # tapwire, proxies, captures: killed on EXIT
 IMDS_PID=
 IMDS_WRAP=() # e.g. (capsh ... --) to run the server under a wrapper
 NET_TMP=$(mktemp -d "${IMDS_TEST_TMPDIR:-${TMPDIR:-/tmp}}/imds-net.XXXXXX")
 IMDS_LOG=$NET_TMP/imds.log
+# The pod as the CNI gives it (Calico): one address, the gateway on-link.
+POD_IP=10.244.1.5
+POD_MAC=0a:58:0a:f4:01:05
+POD_GW=169.254.1.1
 export IMDS_SERVER REPO PY
 
 netns_cleanup() {
-	local ns
+	local ns p
 	if [[ -n "$IMDS_PID" ]]; then
 		kill -KILL "$IMDS_PID" 2>/dev/null
 		wait "$IMDS_PID" 2>/dev/null
 	fi
+	for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for ns in "${NS_ALL[@]}"; do
 		# Kill whatever a test left running in the namespace first.
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
@@ -68,54 +83,286 @@ ns_setup() {
 	ns_new "$NS_NODE" && ns_new "$NS_POD" && ns_new "$NS_VM"
 }
 
-# The pod's eth0 as Calico builds it: a /32 address, the gateway
-# 169.254.1.1 reached on-link, and the node answering ARP for it by proxy.
-pod_eth0() {
-	ip -n "$NS_NODE" link add cali0 type veth peer name eth0 netns "$NS_POD" || return 1
+# A dummy link as KubeVirt makes them (nmstate TypeDummy): this kernel has
+# no dummy driver, so a veth whose peer (<name>-d) stays down in the pod.
+dummy_add() { # NAME MAC MTU
+	ip -n "$NS_POD" link add "$1" address "$2" mtu "$3" type veth peer name "${1:0:12}-d"
+}
+
+# The pod's eth0 as Calico's CNI builds it: a /32 address, the gateway
+# 169.254.1.1 reached on-link, and the node answering ARP for it by proxy,
+# at once (Calico sets proxy_delay 0 on cali*: cni-plugin dataplane_linux.go).
+node_link() {
+	local mtu=${1:-1500}
+	ip -n "$NS_NODE" link add cali0 mtu "$mtu" type veth peer name eth0 mtu "$mtu" netns "$NS_POD" || return 1
 	ip -n "$NS_NODE" link set cali0 up
 	ip -n "$NS_NODE" addr add 192.168.100.1/32 dev lo
-	ip -n "$NS_NODE" route add 10.244.1.5/32 dev cali0
+	ip -n "$NS_NODE" route add "$POD_IP/32" dev cali0
 	# Proxy ARP answers only for targets the node would forward elsewhere:
-	# a default route out of a dummy "uplink", and forwarding on.
+	# a default route out of an "uplink", and forwarding on.
 	ip -n "$NS_NODE" link add uplink0 type veth peer name uplink1
 	ip -n "$NS_NODE" link set uplink1 up
 	ip -n "$NS_NODE" link set uplink0 up
 	ip -n "$NS_NODE" route add default dev uplink0
-	in_node sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/forwarding &&
-		echo 1 > /proc/sys/net/ipv4/conf/cali0/proxy_arp'
-	ip -n "$NS_POD" addr add 10.244.1.5/32 dev eth0
+	in_node sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv4.conf.cali0.proxy_arp=1 \
+		net.ipv4.neigh.cali0.proxy_delay=0
+	ip -n "$NS_POD" link set eth0 address "$POD_MAC"
+	ip -n "$NS_POD" addr add "$POD_IP/32" dev eth0
 	ip -n "$NS_POD" link set eth0 up
-	ip -n "$NS_POD" route add 169.254.1.1 dev eth0 scope link
-	ip -n "$NS_POD" route add default via 169.254.1.1 dev eth0
+	ip -n "$NS_POD" route add "$POD_GW" dev eth0 scope link
+	ip -n "$NS_POD" route add default via "$POD_GW" dev eth0
 }
 
-pod_bridge() {
-	local mtu=${1:-1400}
+# tap_add NAME BRIDGE MTU: a VM tap as virt-handler creates it (nmstate
+# spec.go createTap: kind tun, IFF_TAP, multi-queue, owned by 107), then
+# set up as setupInterface does (MTU, master, up).
+tap_add() {
+	ip -n "$NS_POD" tuntap add dev "$1" mode tap multi_queue user 107 group 107 || return 1
+	ip -n "$NS_POD" link set "$1" mtu "$3" master "$2" up
+}
+
+pod_mtu() { in_pod cat "/sys/class/net/$1/mtu"; }
+pod_mac() { in_pod cat "/sys/class/net/$1/address"; }
+
+# KubeVirt's masquerade binding (pkg/network/setup/netpod/netpod.go
+# masqueradeBindingSpec, :415-470; applied by nmstate/spec.go Apply and
+# setupInterface), then its NAT (netpod/masquerade/masquerade.go
+# setupNATByFamily, :113-268, through the nft binary: driver/nft/nft.go).
+# The pod's migration transport is unix (kubevirt.io/migrationTransportUnix
+# on every launcher pod): no legacy migration-port returns.
+launcher_masquerade() {
+	local istio=${1:-} mtu
+	mtu=$(pod_mtu eth0) || return 1
 	ip -n "$NS_POD" link add k6t-eth0 type bridge || return 1
-	ip -n "$NS_POD" link set k6t-eth0 mtu "$mtu"
-	ip -n "$NS_POD" addr add 10.0.2.1/24 dev k6t-eth0
+	ip -n "$NS_POD" link set k6t-eth0 address 02:00:00:00:00:00 mtu "$mtu" # link/mac.go:27
+	ip -n "$NS_POD" addr add 10.0.2.1/24 dev k6t-eth0                     # gateway of 10.0.2.0/24
 	ip -n "$NS_POD" link set k6t-eth0 up
+	in_pod sysctl -qw net.ipv4.conf.k6t-eth0.route_localnet=1            # IP4RouteLocalNet
+	tap_add tap0 k6t-eth0 "$mtu" || return 1
+	in_pod sysctl -qw net.ipv4.ip_forward=1                              # setupLinuxStack
+	local dnat='{ 127.0.0.1 }' snat='{ 127.0.0.1 }'
+	[[ $istio ]] && dnat="{ 127.0.0.1, $POD_IP }" && snat='{ 127.0.0.1, 127.0.0.6 }'
+	{
+		echo 'add table ip nat'
+		echo 'add chain ip nat prerouting { type nat hook prerouting priority -100; }'
+		echo 'add chain ip nat input { type nat hook input priority 100; }'
+		echo 'add chain ip nat output { type nat hook output priority -100; }'
+		echo 'add chain ip nat postrouting { type nat hook postrouting priority 100; }'
+		echo 'add chain ip nat KUBEVIRT_PREINBOUND'
+		echo 'add chain ip nat KUBEVIRT_POSTINBOUND'
+		echo 'add rule ip nat postrouting ip saddr 10.0.2.2 counter masquerade'
+		echo 'add rule ip nat prerouting iifname eth0 counter jump KUBEVIRT_PREINBOUND'
+		echo 'add rule ip nat postrouting oifname k6t-eth0 counter jump KUBEVIRT_POSTINBOUND'
+		if [[ $istio ]]; then
+			# istio.ReservedPorts() skipped, NonProxiedPorts() (22) forwarded
+			local r='{ 15000, 15001, 15004, 15006, 15008, 15009, 15020, 15021, 15053, 15090 }'
+			echo "add rule ip nat output tcp dport $r ip saddr 127.0.0.1 counter return"
+			echo "add rule ip nat KUBEVIRT_POSTINBOUND tcp dport $r ip saddr 127.0.0.1 counter return"
+			echo 'add rule ip nat KUBEVIRT_PREINBOUND tcp dport { 22 } counter dnat to 10.0.2.2'
+		else
+			echo 'add rule ip nat KUBEVIRT_PREINBOUND counter dnat to 10.0.2.2'
+		fi
+		echo "add rule ip nat KUBEVIRT_POSTINBOUND ip saddr $snat counter snat to 10.0.2.1"
+		echo "add rule ip nat output ip daddr $dnat counter dnat to 10.0.2.2"
+	} | in_pod nft -f -
 }
 
-# vm_attach NS MODE [MAC] [PORT] [IP]
-vm_attach() {
-	local ns=$1 mode=$2 mac=${3:-52:54:00:12:34:56} port=${4:-tap0} addr=${5:-}
+# Istio's sidecar on a KubeVirt VM (sidecar.istio.io/inject: "true"): KubeVirt
+# annotates the pod traffic.sidecar.istio.io/kubevirtInterfaces: k6t-eth0
+# (pod/annotations/generator.go:83-88) and switches to the Istio NAT variant;
+# istio-init then writes istio/tools/istio-iptables/pkg/capture/run.go's
+# rules (testdata kube-virt-interfaces.golden with the sidecar's default
+# includeInboundPorts "*": inbound-ports-wildcard.golden), here through
+# iptables-nft's own table ip nat.  Envoy is tests/lib/istio_proxy.py, a
+# passthrough to SO_ORIGINAL_DST on :15001 (outbound) and :15006 (inbound,
+# from 127.0.0.6), as UID 1337; its log is $NET_TMP/istio.log.
+launcher_istio() {
+	launcher_masquerade istio || return 1
+	in_pod nft -f - <<'NFT' || return 1
+add chain ip nat PREROUTING { type nat hook prerouting priority -100; }
+add chain ip nat OUTPUT { type nat hook output priority -100; }
+add chain ip nat ISTIO_INBOUND
+add chain ip nat ISTIO_REDIRECT
+add chain ip nat ISTIO_IN_REDIRECT
+add chain ip nat ISTIO_OUTPUT
+add rule ip nat ISTIO_INBOUND tcp dport 15008 counter return
+add rule ip nat ISTIO_REDIRECT meta l4proto tcp counter redirect to :15001
+add rule ip nat ISTIO_IN_REDIRECT meta l4proto tcp counter redirect to :15006
+add rule ip nat PREROUTING meta l4proto tcp counter jump ISTIO_INBOUND
+add rule ip nat ISTIO_INBOUND tcp dport { 15020, 15021, 15090, 22 } counter return
+add rule ip nat ISTIO_INBOUND meta l4proto tcp counter jump ISTIO_IN_REDIRECT
+add rule ip nat OUTPUT counter jump ISTIO_OUTPUT
+add rule ip nat ISTIO_OUTPUT oifname lo ip saddr 127.0.0.6 counter return
+add rule ip nat ISTIO_OUTPUT oifname lo ip daddr != 127.0.0.1 tcp dport != 15008 meta skuid 1337 counter jump ISTIO_IN_REDIRECT
+add rule ip nat ISTIO_OUTPUT oifname lo meta skuid != 1337 counter return
+add rule ip nat ISTIO_OUTPUT meta skuid 1337 counter return
+add rule ip nat ISTIO_OUTPUT ip daddr 127.0.0.1 counter return
+add rule ip nat ISTIO_OUTPUT counter jump ISTIO_REDIRECT
+insert rule ip nat PREROUTING iifname k6t-eth0 counter jump ISTIO_REDIRECT
+NFT
+	: >"$NET_TMP/istio.log"
+	ip netns exec "$NS_POD" setpriv --reuid=1337 --regid=1337 --clear-groups \
+		"$PY" "$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
+	BG_PIDS+=($!)
+	local i
+	for ((i = 0; i < 200; i++)); do grep -q '^ready' "$NET_TMP/istio.log" && return 0; sleep 0.02; done
+	echo "istio_proxy did not start: $(cat "$NET_TMP/istio.log")" >&2
+	return 1
+}
+
+# KubeVirt's bridge binding on the pod network (netpod.go
+# bridgeBindingSpec, :333-404, in that order: bridge, the renamed pod NIC,
+# tap, dummy; then setupLinuxStack's all.arp_ignore=1, :277-279).
+launcher_bridge() {
+	_bridged_pod eth0 k6t-eth0 eth0-nic tap0 169.254.75.10/32
+}
+
+# _bridged_pod PODIF BRIDGE NIC TAP [FAKEIP]: bridgeBindingSpec and
+# managedTapSpec (netpod.go:472-527) share these steps.
+_bridged_pod() {
+	local podif=$1 br=$2 nic=$3 tap=$4 fake=${5:-} mtu mac ips=()
+	mtu=$(pod_mtu "$podif") || return 1
+	mac=$(pod_mac "$podif")
+	mapfile -t ips < <(in_pod ip -4 -o addr show dev "$podif" | awk '{print $4}')
+	ip -n "$NS_POD" link add "$br" type bridge || return 1
+	[[ $fake ]] && ip -n "$NS_POD" addr add "$fake" dev "$br"
+	ip -n "$NS_POD" link set "$br" up
+	# The CNI's link: down, renamed, the bridge's MAC (CopyMacFrom), master,
+	# every address deleted, up, port learning off (spec.go:163-227).
+	ip -n "$NS_POD" link set "$podif" down
+	ip -n "$NS_POD" link set "$podif" name "$nic"
+	ip -n "$NS_POD" link set "$nic" address "$(pod_mac "$br")" master "$br"
+	ip -n "$NS_POD" addr flush dev "$nic"
+	ip -n "$NS_POD" link set "$nic" up
+	in_pod bridge link set dev "$nic" learning off
+	tap_add "$tap" "$br" "$mtu" || return 1
+	# The pod keeps its MAC and IPv4 on a dummy named as the CNI's link was.
+	dummy_add "$podif" "$mac" "$mtu" || return 1
+	local ip
+	for ip in "${ips[@]}"; do ip -n "$NS_POD" addr add "$ip" dev "$podif"; done
+	[[ $fake || ${#ips[@]} -gt 0 ]] && in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=1
+	return 0
+}
+
+# A managedTap binding plugin (since v1.4; netpod.go:310-320, :472-527) on
+# an OVN-Kubernetes primary user-defined network: the pod keeps eth0 (the
+# cluster's default network, unused by the VM) and gets ovn-udn1 from the
+# UDN (10.128.0.5/24 via 10.128.0.1, the node standing in for OVN's
+# router); KubeVirt builds k6t-ovn-udn1, ovn-udn1-nic, tap0 and a dummy
+# ovn-udn1 with the UDN address: no fake IP, no KubeVirt DHCP (OVN gives it).
+UDN_IP=10.128.0.5 UDN_GW=10.128.0.1
+launcher_managedtap() {
+	ip -n "$NS_NODE" link add udn0 type veth peer name ovn-udn1 netns "$NS_POD" || return 1
+	ip -n "$NS_NODE" addr add "$UDN_GW/24" dev udn0
+	ip -n "$NS_NODE" link set udn0 up
+	ip -n "$NS_POD" link set ovn-udn1 address 0a:58:0a:80:00:05
+	ip -n "$NS_POD" addr add "$UDN_IP/24" dev ovn-udn1
+	ip -n "$NS_POD" link set ovn-udn1 up
+	_bridged_pod ovn-udn1 k6t-ovn-udn1 ovn-udn1-nic tap0
+}
+
+# KubeVirt's pod interface name for a Multus network: "pod" and 11 hex
+# digits of sha256(network name) (namescheme/networknamescheme.go
+# GenerateHashedInterfaceName); the tap is "tap" + the rest
+# (link/names.go GenerateTapDeviceName), the bridge "k6t-" + the rest.
+multus_hash() { printf %s "$1" | sha256sum | cut -c1-11; }
+
+# The pod network with masquerade (interface 0) and a Multus network with
+# bridge binding (interface 1), set up in that order as netpod.go does.
+# The bridge CNI's NAD: its pod link joins br-<net> in the node netns, an
+# L2 shared with NS_L2 (another host, 192.168.70.9/24).  Usually IPAM is
+# empty (kubevirt-network.md 2.2): no address, no fake IP, no DHCP.
+NS_L2=$NS_TAG-l2
+launcher_multus_bridge() {
+	local net=$1 h
+	h=$(multus_hash "$net")
+	launcher_masquerade || return 1
+	ip -n "$NS_NODE" link add br-l2 type bridge && ip -n "$NS_NODE" link set br-l2 up
+	ip -n "$NS_NODE" link add "l2$h" type veth peer name "pod$h" netns "$NS_POD" || return 1
+	ip -n "$NS_NODE" link set "l2$h" master br-l2 up
+	ip -n "$NS_POD" link set "pod$h" up
+	ns_new "$NS_L2" || return 1
+	ip -n "$NS_NODE" link add l2host type veth peer name eth0 netns "$NS_L2"
+	ip -n "$NS_NODE" link set l2host master br-l2 up
+	ip -n "$NS_L2" link set eth0 address 52:54:00:aa:bb:cc up
+	ip -n "$NS_L2" addr add 192.168.70.9/24 dev eth0
+	_bridged_pod "pod$h" "k6t-$h" "$h-nic" "tap$h"
+}
+
+# passt, core binding or plugin (netpod.go:305-307; the plugin's CNI,
+# cmd/cniplugins/passt-binding/pkg/plugin/plugin.go:80-88): only two sysctls.
+# Nothing else: passt itself runs in the pod (launched by libvirt).
+launcher_passt() {
+	in_pod sysctl -qw net.ipv4.ping_group_range='107 107' net.ipv4.ip_unprivileged_port_start=0
+}
+
+# A macvtap binding plugin (domainAttachmentType: tap): the CNI moves a
+# macvtap of the node's NIC into the pod as pod<hash>; KubeVirt adds nothing
+# (netpod.go:310-320; domainspec/generators.go:109-118).
+launcher_macvtap() {
+	local net=$1 h
+	h=$(multus_hash "$net")
+	ip -n "$NS_NODE" link add phys0 type veth peer name phys1
+	ip -n "$NS_NODE" link set phys0 up
+	ip -n "$NS_NODE" link add link phys0 name "mvt$h" type macvtap mode bridge || return 1
+	ip -n "$NS_NODE" link set "mvt$h" netns "$NS_POD"
+	ip -n "$NS_POD" link set "mvt$h" name "pod$h"
+	ip -n "$NS_POD" link set "pod$h" up
+}
+
+# SR-IOV: the VF goes to the guest as a PCI device; nothing in the pod netns
+# (netpod.go:309, :674-676).
+launcher_sriov() { :; }
+
+# guest_attach NS TAP MODE [MAC] [ADDR]: the VM.  tapwire holds the pod's
+# tap, as qemu would, and moves frames to the guest netns's eth0 (GUEST_IF
+# names another, for a VM's second NIC).  MODE:
+#   masquerade  10.0.2.2/24 via 10.0.2.1 (KubeVirt's DHCP: dhcp/masquerade.go)
+#   bridge      the pod IP /32, 169.254.1.1 on-link, default via it (KubeVirt's
+#               DHCP for bridge binding: the pod IP and option 121 with every
+#               eth0 route, discoverbridge.go:37-85)
+#   bridge-ll   bridge plus 169.254.0.0/16 dev eth0 (an old ZEROCONF route)
+#   udn         the UDN address /24 via its gateway (OVN's DHCP)
+#   linklocal   only 169.254.10.20/16 (or ADDR/16), no gateway
+#   none        no address
+guest_attach() {
+	local ns=$1 tap=$2 mode=$3 mac=${4:-52:54:00:12:34:56} addr=${5:-} mtu i
+	local eth=${GUEST_IF:-eth0}
 	[[ " ${NS_ALL[*]} " == *" $ns "* ]] || ns_new "$ns" || return 1
-	ip -n "$NS_POD" link add "$port" type veth peer name eth0 netns "$ns" || return 1
-	local mtu
-	mtu=$(ip -n "$NS_POD" -o link show k6t-eth0 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
-	ip -n "$NS_POD" link set "$port" mtu "${mtu:-1400}" master k6t-eth0 up
-	ip -n "$ns" link set eth0 address "$mac" mtu "${mtu:-1400}" up
+	mtu=$(pod_mtu "$tap") || return 1
+	: >"$NET_TMP/tapwire-$ns-$tap.out"
+	"$TAPWIRE" "$NS_POD" "$tap" "$ns" "$eth" >"$NET_TMP/tapwire-$ns-$tap.out" 2>&1 &
+	BG_PIDS+=($!)
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^ready' "$NET_TMP/tapwire-$ns-$tap.out" && break
+		sleep 0.01
+	done
+	grep -q '^ready' "$NET_TMP/tapwire-$ns-$tap.out" || {
+		echo "tapwire: $(cat "$NET_TMP/tapwire-$ns-$tap.out")" >&2
+		return 1
+	}
+	ip -n "$ns" link set "$eth" address "$mac" mtu "$mtu" up
 	case $mode in
 	masquerade)
-		ip -n "$ns" addr add "${addr:-10.0.2.2}/24" dev eth0
+		ip -n "$ns" addr add "${addr:-10.0.2.2}/24" dev "$eth"
 		ip -n "$ns" route add default via 10.0.2.1
 		;;
-	linklocal)
-		ip -n "$ns" addr add "${addr:-169.254.10.20}/16" dev eth0
+	bridge | bridge-ll)
+		ip -n "$ns" addr add "${addr:-$POD_IP}/32" dev "$eth"
+		ip -n "$ns" route add "$POD_GW" dev "$eth" scope link
+		ip -n "$ns" route add default via "$POD_GW"
+		[[ $mode == bridge-ll ]] && ip -n "$ns" route add 169.254.0.0/16 dev "$eth" scope link metric 1000
 		;;
+	udn)
+		ip -n "$ns" addr add "${addr:-$UDN_IP}/24" dev "$eth"
+		ip -n "$ns" route add default via "$UDN_GW"
+		;;
+	linklocal)
+		ip -n "$ns" addr add "${addr:-169.254.10.20}/16" dev "$eth"
+		;;
+	none) ;;
 	*)
-		echo "vm_attach: unknown mode $mode" >&2
+		echo "guest_attach: unknown mode $mode" >&2
 		return 1
 		;;
 	esac
@@ -186,6 +433,43 @@ guest_get() {
 cloudinit_fetch() {
 	ip netns exec "$1" "$PY" "$REPO/tests/lib/cloudinit_client.py" \
 		--serial 'ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net' --mode datasource
+}
+
+# node_capture_start [IF...]: tcpdump in the node netns, on every link the
+# pod can reach the node by (default cali0), for anything to or from
+# 169.254.169.254 (IPv4 or ARP); node_capture_count stops it and prints how
+# many packets it saw.
+# shellcheck disable=SC2120 # the interfaces are optional
+node_capture_start() {
+	local ifs=("${@:-cali0}") i f
+	NODE_CAPS=()
+	for f in "${ifs[@]}"; do
+		: >"$NET_TMP/node-$f.err"
+		ip netns exec "$NS_NODE" tcpdump -n -l -U -i "$f" -w "$NET_TMP/node-$f.pcap" \
+			'host 169.254.169.254 or (arp and arp[24:4] = 0xa9fea9fe)' \
+			2>"$NET_TMP/node-$f.err" &
+		NODE_CAPS+=($!)
+		BG_PIDS+=($!)
+		for ((i = 0; i < 300; i++)); do
+			grep -q 'listening on' "$NET_TMP/node-$f.err" && break
+			sleep 0.01
+		done
+	done
+	NODE_CAP_IFS=("${ifs[@]}")
+}
+node_capture_count() {
+	local p f n=0 c
+	sleep 0.2 # what is in flight reaches the capture
+	for p in "${NODE_CAPS[@]}"; do kill -INT "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	for f in "${NODE_CAP_IFS[@]}"; do
+		c=$(tcpdump -n -r "$NET_TMP/node-$f.pcap" 2>/dev/null | wc -l)
+		n=$((n + c))
+	done
+	echo "$n"
+}
+node_capture_show() {
+	local f
+	for f in "${NODE_CAP_IFS[@]}"; do tcpdump -n -r "$NET_TMP/node-$f.pcap" 2>/dev/null | head -n 5; done
 }
 
 sysctl_pod() { in_pod cat "/proc/sys/net/ipv4/conf/$1"; }

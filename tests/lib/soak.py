@@ -235,9 +235,9 @@ def judge(d, variant, sc_fd0, sc_fd1, wh_fd0, wh_fd1, header_ms):
             say("PASS", "guest: %d requests, every answer as expected (%s)" % (g["requests"], fmt(g["answers"])))
         stray = [e for e in g["errors"] if not any(a - 0.5 <= e[0] <= b + 1.0 for a, b in flaps)]
         if stray:
-            say("FAIL", "guest: connection errors only while the bridge was away", json.dumps(stray[:10]))
+            say("FAIL", "guest: connection errors only while the plumbing was restored", json.dumps(stray[:10]))
         else:
-            say("PASS", "guest: connection errors only while the bridge was away (%d errors, %d removals)"
+            say("PASS", "guest: connection errors only while the plumbing was restored (%d errors, %d removals)"
                 % (len(g["errors"]), len(flaps)))
         for kind, seen, key in (("token", g["tokens"], lambda r: r[2]),
                                 ("user-data", g["markers"], lambda r: "# " + r[2])):

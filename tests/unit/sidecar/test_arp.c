@@ -1,7 +1,8 @@
 /* arp's pure half: frames as byte tables (requests, probes, announcements,
  * replies, wrong types, every truncated prefix), the exact reply bytes,
- * the classic BPF programs run through a small interpreter of the opcodes
- * they use, the MAC set, and the network-status scanner. */
+ * the classic BPF programs (the ARP socket's filter, the listener's guard
+ * by ingress device) run through a small interpreter of the opcodes they
+ * use, the MAC set, and the network-status scanner. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,6 +90,7 @@ struct pkt {
 	const uint8_t *data; /* from the Ethernet header */
 	size_t len;
 	unsigned pkttype;
+	unsigned ifindex;    /* skb->dev: the device it came in on */
 };
 
 static int load(const struct pkt *p, int32_t k, unsigned size, uint32_t *a)
@@ -96,6 +98,10 @@ static int load(const struct pkt *p, int32_t k, unsigned size, uint32_t *a)
 	int64_t off = k;
 	if (k == SKF_AD_OFF + SKF_AD_PKTTYPE) {
 		*a = p->pkttype;
+		return 0;
+	}
+	if (k == SKF_AD_OFF + SKF_AD_IFINDEX) {
+		*a = p->ifindex;
 		return 0;
 	}
 	if (k >= SKF_LL_OFF && k < SKF_AD_OFF + 0x1000 && k < 0)
@@ -110,7 +116,7 @@ static int load(const struct pkt *p, int32_t k, unsigned size, uint32_t *a)
 
 static uint32_t run(const struct sock_filter *prog, int n, const struct pkt *p)
 {
-	uint32_t a = 0;
+	uint32_t a = 0, x = 0;
 	for (int pc = 0; pc < n; pc++) {
 		const struct sock_filter *f = &prog[pc];
 		switch (f->code) {
@@ -122,9 +128,33 @@ static uint32_t run(const struct sock_filter *prog, int n, const struct pkt *p)
 			if (load(p, (int32_t)f->k, 2, &a))
 				return 0;
 			break;
+		case BPF_LD | BPF_B | BPF_ABS:
+			if (load(p, (int32_t)f->k, 1, &a))
+				return 0;
+			break;
+		case BPF_LD | BPF_H | BPF_IND:
+			if (load(p, (int32_t)(x + f->k), 2, &a))
+				return 0;
+			break;
+		case BPF_LD | BPF_B | BPF_IND:
+			if (load(p, (int32_t)(x + f->k), 1, &a))
+				return 0;
+			break;
+		case BPF_LDX | BPF_B | BPF_MSH:
+			if (load(p, (int32_t)f->k, 1, &x))
+				return 0;
+			x = (x & 0xf) * 4;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= f->k;
+			break;
 		case BPF_JMP | BPF_JEQ | BPF_K:
 			pc += a == f->k ? f->jt : f->jf;
 			assert_true(pc + 1 < n); /* every jump lands inside */
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += (a & f->k) ? f->jt : f->jf;
+			assert_true(pc + 1 < n);
 			break;
 		case BPF_RET | BPF_K:
 			return f->k;
@@ -191,74 +221,130 @@ static void test_reply_bytes(void **state)
 	/* Our reply is a reply: it never passes our own filter. */
 	struct sock_filter prog[ARP_FILTER_MAX];
 	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
-	struct pkt pk = {out, ARP_FRAME_LEN, PACKET_OUTGOING};
+	struct pkt pk = {out, ARP_FRAME_LEN, PACKET_OUTGOING, 0};
 	assert_int_equal(run(prog, n, &pk), 0);
 }
+
+/* IPv4 + TCP frames for the SYN learner: Ethernet (14), IP (20, or 24
+ * with options), TCP (20). */
+#define ETHIP 0x02, 0xa9, 0xfe, 0, 0, 1, VM, 0x08, 0x00
+#define TCPH(dport_hi, dport_lo, flags) 0xa4, 0x10, dport_hi, dport_lo, 0, 0, 0, 1, 0, 0, 0, 0, \
+	0x50, flags, 0xff, 0xff, 0, 0, 0, 0
+struct synframe {
+	const char *name;
+	uint8_t b[80];
+	size_t n;
+	int bpf;
+};
+static const struct synframe syns[] = {
+	{"SYN to .254:80", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+			    TCPH(0, 80, 0x02)}, 54, 1},
+	{"SYN with IP options", {ETHIP, 0x46, 0, 0, 44, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+				 1, 1, 1, 0, TCPH(0, 80, 0x02)}, 58, 1},
+	{"SYN+ECE+CWR", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+			 TCPH(0, 80, 0xc2)}, 54, 1},
+	{"SYN-ACK", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+		     TCPH(0, 80, 0x12)}, 54, 0},
+	{"ACK", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+		 TCPH(0, 80, 0x10)}, 54, 0},
+	{"SYN to port 8080", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+			      TCPH(0x1f, 0x90, 0x02)}, 54, 0},
+	{"SYN to another address", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2, 10,
+				    0, 2, 1, TCPH(0, 80, 0x02)}, 54, 0},
+	{"UDP to .254:80", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 2, 2, IMDS,
+			    TCPH(0, 80, 0x02)}, 54, 0},
+	{"a later fragment", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x00, 0x10, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+			      TCPH(0, 80, 0x02)}, 54, 0},
+	{"a first fragment (MF)", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x20, 0, 64, 6, 0, 0, 10, 0, 2, 2, IMDS,
+				   TCPH(0, 80, 0x02)}, 54, 0},
+	{"truncated before the flags", {ETHIP, 0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 2, 2,
+					IMDS, TCPH(0, 80, 0x02)}, 47, 0},
+};
+#define NSYNS (sizeof(syns) / sizeof(syns[0]))
 
 static void test_socket_filter(void **state)
 {
 	(void)state;
-	struct sock_filter prog[ARP_FILTER_MAX], uprog[ARP_FILTER_MAX];
+	struct sock_filter prog[ARP_FILTER_MAX], sprog[ARP_FILTER_MAX];
 	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
-	int un = arp_filter_prog(imds_ip, 1, uprog, ARP_FILTER_MAX);
-	assert_true(n > 0 && un > n);
-	assert_int_equal(arp_filter_prog(imds_ip, 1, uprog, 4), -ENOSPC);
+	int sn = arp_filter_prog(imds_ip, 80, sprog, ARP_FILTER_MAX);
+	assert_true(n > 0 && sn > n);
+	assert_int_equal(arp_filter_prog(imds_ip, 80, sprog, 4), -ENOSPC);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		const struct frame *f = &frames[i];
-		struct pkt bc = {f->b, f->n, PACKET_BROADCAST}, host = {f->b, f->n, PACKET_HOST};
+		struct pkt bc = {f->b, f->n, PACKET_BROADCAST, 0};
 		uint32_t r = run(prog, n, &bc);
 		if ((r != 0) != f->bpf)
 			fail_msg("%s: filter returned %u", f->name, r);
 		if (r)
 			assert_true(r >= ARP_FRAME_LEN);
-		/* the unicast-only variant: same verdicts for PACKET_HOST,
-		 * nothing for broadcasts */
-		assert_int_equal(run(uprog, un, &bc), 0);
-		assert_int_equal(run(uprog, un, &host) != 0, f->bpf);
+		/* the learner's variant: the same verdicts for ARP */
+		assert_int_equal(run(sprog, sn, &bc) != 0, f->bpf);
 	}
+	for (size_t i = 0; i < NSYNS; i++) {
+		const struct synframe *f = &syns[i];
+		struct pkt pk = {f->b, f->n, PACKET_HOST, 0};
+		uint32_t r = run(sprog, sn, &pk);
+		if ((r != 0) != f->bpf)
+			fail_msg("%s: learner's filter returned %u", f->name, r);
+		if (run(prog, n, &pk))
+			fail_msg("%s: passed the ARP-only filter", f->name);
+		uint8_t mac[6], ip[4];
+		if (f->bpf) {
+			assert_true(r >= 34); /* both sources inside what is copied */
+			assert_int_equal(arp_parse_syn(f->b, r < f->n ? r : f->n, mac, ip), 0);
+			assert_memory_equal(mac, vm_mac, 6);
+			static const uint8_t src[4] = {10, 0, 2, 2};
+			assert_memory_equal(ip, src, 4);
+		}
+	}
+	/* arp_parse_syn on what is not an IPv4 frame, or from no unicast MAC */
+	uint8_t mac[6], ip[4], bad[54];
+	assert_int_equal(arp_parse_syn(frames[0].b, frames[0].n, mac, ip), -EBADMSG);
+	assert_int_equal(arp_parse_syn(syns[0].b, 33, mac, ip), -EBADMSG);
+	memcpy(bad, syns[0].b, 54);
+	bad[14] = 0x65; /* version 6 */
+	assert_int_equal(arp_parse_syn(bad, 54, mac, ip), -EBADMSG);
+	memcpy(bad, syns[0].b, 54);
+	bad[6] = 0x01; /* multicast source */
+	assert_int_equal(arp_parse_syn(bad, 54, mac, ip), -EINVAL);
 }
 
 static void test_guard(void **state)
 {
 	(void)state;
-	struct arp_macset allow = {0};
 	struct sock_filter prog[ARP_GUARD_MAX];
-	static const uint8_t other[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x57};
-	static const uint8_t near[6] = {0x52, 0x54, 0x01, 0x12, 0x34, 0x56};
-	/* Ethernet header + a bit of IP: the source MAC is bytes 6..11. */
+	/* Ethernet header + a bit of IP: the guard looks at none of it. */
 	uint8_t hdr[20] = {0};
-	struct pkt p = {hdr, sizeof(hdr), PACKET_HOST};
 	int n;
 
-	/* nothing allowed, not open: everything dropped */
-	n = arp_guard_prog(&allow, 0, prog, ARP_GUARD_MAX);
-	assert_int_equal(n, 2);
 	memcpy(hdr + 6, vm_mac, 6);
-	assert_int_equal(run(prog, n, &p), 0);
-	/* open: everything accepted, whole packet */
-	n = arp_guard_prog(&allow, 1, prog, ARP_GUARD_MAX);
-	assert_int_equal(run(prog, n, &p), 0xffffffffu);
-
-	for (int i = 0; i < ARP_MACSET_MAX; i++) {
-		uint8_t m[6] = {0x02, 0, 0, 0, 0, (uint8_t)(i + 1)};
-		if (i == 7)
-			memcpy(m, vm_mac, 6);
-		assert_int_equal(arp_macset_add(&allow, m), 1);
-		n = arp_guard_prog(&allow, 0, prog, ARP_GUARD_MAX);
-		assert_int_equal(n, 4 * (i + 1) + 2);
-		memcpy(hdr + 6, vm_mac, 6);
-		assert_int_equal(run(prog, n, &p) != 0, i >= 7);
-		memcpy(hdr + 6, other, 6);
-		assert_int_equal(run(prog, n, &p), 0);
-		memcpy(hdr + 6, near, 6); /* same last 4 bytes, other first 2 */
-		assert_int_equal(run(prog, n, &p), 0);
-		memcpy(hdr + 6, m, 6); /* the newest one */
-		assert_int_equal(run(prog, n, &p), 0xffffffffu);
+	/* taps only: veth-imds (ifindex 7) in, everything else out */
+	n = arp_guard_prog(7, 0, prog, ARP_GUARD_MAX);
+	assert_int_equal(n, 4);
+	for (unsigned ifi = 0; ifi < 300; ifi++) {
+		struct pkt p = {hdr, sizeof(hdr), PACKET_HOST, ifi};
+		assert_int_equal(run(prog, n, &p), ifi == 7 ? 0xffffffffu : 0);
 	}
-	/* no link-layer header (loopback-less skb): the load fails, dropped */
-	struct pkt none = {hdr, 8, PACKET_HOST};
-	assert_int_equal(run(prog, n, &none), 0);
-	assert_int_equal(arp_guard_prog(&allow, 0, prog, 10), -ENOSPC);
+	/* passt: veth-imds and loopback (ifindex 1), nothing else */
+	n = arp_guard_prog(7, 1, prog, ARP_GUARD_MAX);
+	assert_int_equal(n, 5);
+	for (unsigned ifi = 0; ifi < 300; ifi++) {
+		struct pkt p = {hdr, sizeof(hdr), PACKET_HOST, ifi};
+		assert_int_equal(run(prog, n, &p), ifi == 7 || ifi == 1 ? 0xffffffffu : 0);
+	}
+	/* the payload does not matter, even none at all */
+	struct pkt none = {hdr, 0, PACKET_HOST, 7};
+	assert_int_equal(run(prog, n, &none), 0xffffffffu);
+	/* veth-imds is loopback itself: the check holds */
+	n = arp_guard_prog(1, 0, prog, ARP_GUARD_MAX);
+	struct pkt lo = {hdr, sizeof(hdr), PACKET_HOST, 1}, two = {hdr, sizeof(hdr), PACKET_HOST, 2};
+	assert_int_equal(run(prog, n, &lo), 0xffffffffu);
+	assert_int_equal(run(prog, n, &two), 0);
+	assert_int_equal(arp_guard_prog(0, 0, prog, ARP_GUARD_MAX), -EINVAL);
+	assert_int_equal(arp_guard_prog(-3, 1, prog, ARP_GUARD_MAX), -EINVAL);
+	assert_int_equal(arp_guard_prog(7, 1, prog, 4), -ENOSPC);
+	assert_int_equal(arp_guard_prog(7, 0, prog, 4), 4);
 }
 
 static void test_macset(void **state)
