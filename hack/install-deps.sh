@@ -6,7 +6,7 @@ set -euo pipefail
 
 declare -A pkgs=(
 	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
-	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch procps gzip psmisc iputils-arping util-linux openssl openssh-client"
+	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt"
 	[bench]="nginx-light wrk util-linux"
 	[lint]="shellcheck cppcheck clang-tidy"
 	[coverage]="lcov"
