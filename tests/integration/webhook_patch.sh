@@ -57,6 +57,7 @@ run() { # fixture expect [--deny NAME] [cli and checker options...]
 	while (($#)); do
 		case "$1" in
 		--container) cli_opts+=(--container); chk_opts+=(--mode container); shift ;;
+		--warn) chk_opts+=("$1" "$2"); shift 2 ;;
 		*) cli_opts+=("$1" "$2"); chk_opts+=("$1" "$2"); shift 2 ;;
 		esac
 	done
@@ -119,7 +120,7 @@ run vmi-reserved-meta-data denied --deny imds.kubevirt.io/meta-data
 # VirtualMachines and VirtualMachineInstances.
 run vm-no-firmware patched
 run vm-serial patched
-run vm-own-annotation patched
+run vm-own-annotation patched --warn 'imds.kubevirt.io/enabled is on the VirtualMachine'"'"'s own metadata'
 run vm-update patched
 run vm-nocloud-serial skipped
 run vm-last-applied-only skipped
