@@ -107,12 +107,12 @@ run pod-keys-meta patched
 run pod-keys-meta patched --container
 # Pods it does not concern.
 run pod-no-annotations skipped
-run pod-last-applied-only skipped
+run hostile-pod-last-applied-only skipped
 run pod-not-launcher skipped
 run pod-update skipped
 # Opted in with an invalid setting.
 run pod-bad-expiration denied --deny imds.kubevirt.io/token-expiration
-run pod-no-vm-name denied --deny kubevirt.io/domain
+run hostile-pod-no-vm-name denied --deny kubevirt.io/domain
 run pod-bad-meta-data denied --deny imds.kubevirt.io/meta-data
 run pod-bad-ssh-keys-secret denied --deny imds.kubevirt.io/ssh-keys-secret
 run vm-bad-meta-data denied --deny imds.kubevirt.io/meta-data

@@ -518,8 +518,10 @@ static void test_pod_kv18_native(void **state)
 	assert_string_equal(env_value(c, "IMDS_USER_DATA_FILE"), "/var/run/imds/podinfo/user-data");
 	assert_null(env_of(c, "IMDS_INSTANCE_ID"));
 	assert_null(env_of(c, "IMDS_BRIDGE_NAME"));
-	/* guest-console-log (already a native sidecar) stays before ours. */
-	assert_string_equal(sat(at(a.object, "spec", "initContainers", "2", "name", NULL)), "guest-console-log");
+	/* guest-console-log (already a native sidecar) stays before ours, first
+	 * as KubeVirt v1.8.4 renders it (tests/fixtures/kubevirt-v1.8.4; the
+	 * fixture had it last). */
+	assert_string_equal(sat(at(a.object, "spec", "initContainers", "0", "name", NULL)), "guest-console-log");
 	assert_string_equal(sat(at(a.object, "spec", "initContainers", "3", "name", NULL)), "imds-server");
 	/* Token: API server's audience, 3600 s, one source. */
 	struct json_object *src = at(volume_of(a.object, "imds-token"), "projected", "sources", NULL);
@@ -893,7 +895,7 @@ static void test_pod_vm_name_sources(void **state)
 	answer_free(&a);
 	json_object_put(review);
 	/* Neither: denied with a clear message. */
-	review = fixture("pod-no-vm-name");
+	review = fixture("hostile-pod-no-vm-name");
 	run_review(&NATIVE, review, &a);
 	assert_int_equal(a.res.outcome, ADM_DENIED);
 	const char *msg = sat(at(a.resp, "response", "status", "message", NULL));
@@ -913,7 +915,7 @@ static void test_pod_skips(void **state)
 	(void)state;
 	static const struct skipcase cases[] = {
 		{"pod-no-annotations", "not opted in"},
-		{"pod-last-applied-only", "not opted in"}, /* the words inside a string, and "True" */
+		{"hostile-pod-last-applied-only", "not opted in"}, /* the words inside a string, and "True" */
 		{"pod-not-launcher", "not a virt-launcher pod"},
 		{"pod-update", "UPDATE is never patched"},
 	};
@@ -1277,8 +1279,8 @@ static void test_serial_variants(void **state)
 
 static const char *const all_fixtures[] = {
 	"pod-kv18", "pod-kv19-imagevolume", "pod-guaranteed", "pod-guaranteed-kv19", "pod-secret",
-	"pod-configmap", "pod-minimal", "pod-no-annotations", "pod-label-vmname", "pod-last-applied-only",
-	"pod-not-launcher", "pod-update", "pod-bad-expiration", "pod-no-vm-name", "pod-userdata-200k",
+	"pod-configmap", "pod-minimal", "pod-no-annotations", "pod-label-vmname", "hostile-pod-last-applied-only",
+	"pod-not-launcher", "pod-update", "pod-bad-expiration", "hostile-pod-no-vm-name", "pod-userdata-200k",
 	"vm-no-firmware", "vm-serial", "vm-nocloud-serial", "vm-own-annotation", "vm-last-applied-only",
 	"vm-update", "vmi-standalone", "vmi-serial", "vmi-update",
 };
