@@ -76,7 +76,8 @@ else
 	not_ok "works: hack/generate-certs.sh --dry-run DIR writes a serving certificate"
 fi
 kube_find_binaries
-out=$("$KUBE_BIN_DIR/kubectl" kustomize deploy/overlays/cert-manager 2>&1)
+KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
+out=$("$KUBECTL_BIN" kustomize deploy/overlays/cert-manager 2>&1)
 has "works: option A is deploy/overlays/cert-manager (a Certificate for the Service's DNS names)" "$out" \
 	"dnsNames:"
 
