@@ -153,6 +153,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!body)
 		return 0;
 	memcpy(body, data, size);
+	/* The same bytes as an imds.kubevirt.io/interfaces text: what the
+	 * check accepts is within the caps, and a refusal says why. */
+	char err[160] = "";
+	if (ifc_check(body, size, err, sizeof(err)) == 0) {
+		size_t commas = 0;
+		for (size_t i = 0; i < size; i++)
+			commas += body[i] == ',';
+		if (size > IFC_MAX_LEN || (size && commas + 1 > IFC_MAX_ENTRIES) || memchr(body, ' ', size))
+			abort();
+	} else if (!err[0]) {
+		abort();
+	}
 	one(&native, body, size);
 	one(&plain, body, size);
 	free(body);

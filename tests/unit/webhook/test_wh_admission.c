@@ -1796,6 +1796,32 @@ static void test_vmi_interfaces_overwrite_and_caps(void **state)
 	json_object_put(review);
 	json_object_put(ifs);
 	json_object_put(nets);
+
+	/* 20 SR-IOV NICs: 20 warnings, 16 shown, the last says how many more */
+	ifs = json_object_new_array();
+	nets = json_object_new_array();
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "vf%d", i);
+		struct json_object *itf = json_object_new_object(), *net = json_object_new_object();
+		set(itf, "name", json_object_new_string(name));
+		set(itf, "sriov", json_object_new_object());
+		set(net, "name", json_object_new_string(name));
+		set(net, "multus", json_tokener_parse("{\"networkName\":\"sriov-net\"}"));
+		json_object_array_add(ifs, itf);
+		json_object_array_add(nets, net);
+	}
+	review = vmi_with(json_object_to_json_string(ifs), json_object_to_json_string(nets));
+	run_review(&NATIVE, review, &a);
+	assert_int_equal(nwarn(&a), 16);
+	assert_true(warned(&a, "interface \"vf14\" (sriov)"));
+	assert_false(warned(&a, "interface \"vf15\""));
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(at(a.resp, "response", "warnings", NULL), 15)),
+			    "imds.kubevirt.io: 5 more warnings not shown");
+	answer_free(&a);
+	json_object_put(review);
+	json_object_put(ifs);
+	json_object_put(nets);
 }
 
 static void test_vm_warnings(void **state)
