@@ -135,7 +135,8 @@ static void respond_error(struct admission_result *res, int status, const char *
 static int respond_review(struct review *a, struct str uid, const char *patch, size_t plen)
 {
 	int deny = a->err == RV_DENY;
-	size_t cap = 256 + 6 * uid.n + (patch ? patch_base64_len(plen) : 0) + (deny ? 6 * strlen(a->msg) : 0);
+	size_t cap = 256 + 6 * uid.n + (patch ? patch_base64_len(plen) : 0) + (deny ? 6 * strlen(a->msg) : 0) +
+		     a->nwarn * (6 * RV_WARNING_MAX + 4);
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -143,13 +144,24 @@ static int respond_review(struct review *a, struct str uid, const char *patch, s
 	sbuf_puts(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
 		      "\"response\":{\"uid\":\"");
 	sbuf_json_escape(&b, uid.p, uid.n);
+	sbuf_putc(&b, '"');
+	if (a->nwarn) {
+		/* admission.k8s.io/v1 AdmissionResponse.warnings (Kubernetes 1.19+) */
+		sbuf_puts(&b, ",\"warnings\":[");
+		for (size_t i = 0; i < a->nwarn; i++) {
+			sbuf_puts(&b, i ? ",\"" : "\"");
+			sbuf_json_escape(&b, a->warn[i], strlen(a->warn[i]));
+			sbuf_putc(&b, '"');
+		}
+		sbuf_putc(&b, ']');
+	}
 	if (deny) {
-		sbuf_puts(&b, "\",\"allowed\":false,\"status\":{\"status\":\"Failure\",\"code\":400,"
+		sbuf_puts(&b, ",\"allowed\":false,\"status\":{\"status\":\"Failure\",\"code\":400,"
 			      "\"reason\":\"BadRequest\",\"message\":\"");
 		sbuf_json_escape(&b, a->msg, strlen(a->msg));
 		sbuf_puts(&b, "\"}}}");
 	} else if (patch) {
-		sbuf_puts(&b, "\",\"allowed\":true,\"patchType\":\"JSONPatch\",\"patch\":\"");
+		sbuf_puts(&b, ",\"allowed\":true,\"patchType\":\"JSONPatch\",\"patch\":\"");
 		size_t need = patch_base64_len(plen);
 		if (!b.overflow && b.len + need + 1 < b.cap) {
 			patch_base64(patch, plen, b.p + b.len);
@@ -159,13 +171,14 @@ static int respond_review(struct review *a, struct str uid, const char *patch, s
 		}
 		sbuf_puts(&b, "\"}}");
 	} else {
-		sbuf_puts(&b, "\",\"allowed\":true}}");
+		sbuf_puts(&b, ",\"allowed\":true}}");
 	}
 	if (b.overflow) { /* cap is computed above; cannot happen */
 		free(buf);
 		return -ENOMEM;
 	}
 	a->res->http_status = 200;
+	a->res->warnings = a->nwarn;
 	set_body(a->res, buf, b.len);
 	return 0;
 }

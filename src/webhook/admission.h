@@ -18,6 +18,7 @@
 #include "jview.h"
 
 struct patch;
+struct ifc_plugin;
 
 /* A real API server caps request bodies at 3 MiB. */
 #define ADMISSION_MAX_BODY (3u << 20)
@@ -43,6 +44,10 @@ struct admission_config {
 	const char *vendor_data;  /* cluster-wide vendor-data (from --vendor-data-file), NULL if none */
 	const char *cpu, *memory; /* sidecar requests (and limits when Guaranteed); NULL: the defaults above */
 	const char *memory_limit; /* limit for non-Guaranteed pods; NULL: the default above */
+	/* --binding-plugin NAME=KIND, in flag order (a later one wins), before
+	 * the built-ins of ifaces.h; may be NULL with nplugins 0 */
+	const struct ifc_plugin *plugins;
+	size_t nplugins;
 };
 
 /* What one caller reuses from review to review; fields are private.
@@ -63,6 +68,7 @@ struct admission_result {
 	char *body;                    /* malloc'd: an AdmissionReview, or {"error":..,"message":..} */
 	size_t body_len;
 	char reason[256];              /* for the log; never user-data */
+	size_t warnings;               /* response.warnings in body */
 };
 
 /* Checks a configuration once at start-up (image set and sane, quantities

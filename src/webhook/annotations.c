@@ -1,10 +1,13 @@
 #include "annotations.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "jview.h"
 #include "k8s_names.h"
 #include "review.h"
+#include "sbuf.h"
 
 /* imds.kubevirt.io/meta-data: a JSON object of strings, none of them a key
  * the sidecar writes itself, each name once. */
@@ -73,4 +76,49 @@ void ann_check_data(struct review *a, uint32_t anns, const char *where)
 	if (v.p && !k8s_dns1123_subdomain(v))
 		rv_fail(a, RV_DENY, "%s: %s is not a Secret name (DNS-1123 subdomain)", ANN_SSH_KEYS_SECRET,
 		     rv_shown(v, q, sizeof(q)));
+}
+
+void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns)
+{
+	char list[160];
+	struct sbuf b = SBUF_INIT(list, sizeof(list));
+	size_t n = 0, more = 0;
+	const size_t plen = strlen(ANN);
+	for (uint32_t k = jv_first(a->v, anns); k != JV_NONE; k = jv_next(a->v, anns, k)) {
+		struct str key = rv_jstring(a, k);
+		if (a->err)
+			return;
+		if (key.n <= plen || memcmp(key.p, ANN, plen) != 0)
+			continue;
+		if (tanns != JV_NONE) {
+			int on_template = 0;
+			for (uint32_t tk = jv_first(a->v, tanns); tk != JV_NONE && !on_template;
+			     tk = jv_next(a->v, tanns, tk))
+				on_template = jv_str_eq(a->v, tk, key.p, key.n);
+			if (on_template)
+				continue;
+		}
+		char q[64];
+		size_t before = b.len;
+		if (n)
+			sbuf_puts(&b, ", ");
+		sbuf_puts(&b, rv_clean(key, 0, q, sizeof(q)));
+		if (b.overflow || b.len > 100) {
+			b.len = before;
+			b.p[before] = '\0';
+			b.overflow = 0;
+			more++;
+			continue;
+		}
+		n++;
+	}
+	if (n == 0)
+		return;
+	/* One warning, under RV_WARNING_MAX: at most 100 bytes of names. */
+	char tail[32] = "";
+	if (more)
+		snprintf(tail, sizeof(tail), " and %zu more", more);
+	rv_warn(a, "imds.kubevirt.io: %s%s %s on the VirtualMachine's own metadata; KubeVirt copies only "
+		   "spec.template.metadata.annotations to the VMI and its pod: move %s there",
+		list, tail, n + more == 1 ? "is" : "are", n + more == 1 ? "it" : "them");
 }

@@ -24,6 +24,7 @@ struct review;
 #define ANN_META_DATA ANN "meta-data"
 #define ANN_HOP_LIMIT ANN "hop-limit"
 #define ANN_SESSION ANN "session"
+#define ANN_INTERFACES ANN "interfaces"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
@@ -37,5 +38,11 @@ struct review;
  * apply`: meta-data (a JSON object of strings, no reserved key, each key
  * once) and the SSH keys Secret's name.  anns may be JV_NONE. */
 void ann_check_data(struct review *a, uint32_t anns, const char *where);
+
+/* A VirtualMachine's own imds.kubevirt.io/... annotations that its template
+ * lacks: KubeVirt copies only the template's to the VMI (and the VMI's to
+ * the pod), so they reach no sidecar.  One admission warning naming them
+ * and where to move them.  anns, tanns may be JV_NONE. */
+void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns);
 
 #endif

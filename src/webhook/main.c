@@ -12,6 +12,7 @@
 #include "admission.h"
 #include "dfile.h"
 #include "http.h"
+#include "ifaces.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
@@ -39,6 +40,9 @@ static const char usage[] =
 	"  --sidecar-cpu Q            CPU request of the sidecar (default 10m)\n"
 	"  --sidecar-memory Q         memory request (default 16Mi)\n"
 	"  --sidecar-memory-limit Q   memory limit when the pod is not Guaranteed (default 32Mi)\n"
+	"  --binding-plugin NAME=KIND the kind of NIC a KubeVirt network binding plugin makes\n"
+	"                             (managedtap, passt, tap, masquerade, bridge; repeatable;\n"
+	"                             built in: passt=passt, macvtap=tap, l2bridge=managedtap)\n"
 	"  --version, --help\n";
 
 struct webhook {
@@ -166,7 +170,9 @@ int main(int argc, char **argv)
 	const char *listen_addr = ":8443";
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
-	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi";
+	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi", *plugin = NULL;
+	static struct ifc_plugin plugins[IFC_MAX_PLUGINS];
+	size_t nplugins = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(usage, stdout);
@@ -186,6 +192,19 @@ int main(int argc, char **argv)
 		    flag(argc, argv, &i, "--sidecar-memory", &mem) ||
 		    flag(argc, argv, &i, "--sidecar-memory-limit", &mem_limit))
 			continue;
+		if (flag(argc, argv, &i, "--binding-plugin", &plugin)) {
+			char perr[256];
+			if (nplugins == IFC_MAX_PLUGINS) {
+				fprintf(stderr, "imds-webhook: --binding-plugin: more than %d\n", IFC_MAX_PLUGINS);
+				return EXIT_CONFIG;
+			}
+			if (ifc_plugin_parse(plugin, &plugins[nplugins], perr, sizeof(perr)) < 0) {
+				fprintf(stderr, "imds-webhook: %s\n", perr);
+				return EXIT_CONFIG;
+			}
+			nplugins++;
+			continue;
+		}
 		fprintf(stderr, "imds-webhook: unknown argument '%s'\n%s", argv[i], usage);
 		return EXIT_CONFIG;
 	}
@@ -213,6 +232,8 @@ int main(int argc, char **argv)
 		.cpu = cpu,
 		.memory = mem,
 		.memory_limit = mem_limit,
+		.plugins = plugins,
+		.nplugins = nplugins,
 	};
 	if (dfile_open(&w.vendor, "--vendor-data-file", vendor_file, err, sizeof(err)) < 0) {
 		fprintf(stderr, "imds-webhook: %s\n", err);

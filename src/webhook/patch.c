@@ -59,7 +59,8 @@ static int op(struct patch *p, const char *name, const char *path, struct json_o
 		json_object_put(value);
 		goto fail;
 	}
-	if (put(o, "value", value) < 0) /* value is gone either way */
+	/* remove has no value; put() is not called for it */
+	if (value && put(o, "value", value) < 0) /* value is gone either way */
 		goto fail;
 	if (json_object_array_add(p->ops, o) < 0)
 		goto fail;
@@ -72,12 +73,17 @@ fail:
 
 int patch_add(struct patch *p, const char *path, struct json_object *value)
 {
-	return op(p, "add", path, value);
+	return value ? op(p, "add", path, value) : -ENOMEM;
 }
 
 int patch_replace(struct patch *p, const char *path, struct json_object *value)
 {
-	return op(p, "replace", path, value);
+	return value ? op(p, "replace", path, value) : -ENOMEM;
+}
+
+int patch_remove(struct patch *p, const char *path)
+{
+	return op(p, "remove", path, NULL);
 }
 
 size_t patch_count(const struct patch *p)

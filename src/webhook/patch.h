@@ -1,6 +1,6 @@
 /* patch: a JSON Patch (RFC 6902) builder for admission responses.
  *
- * Only the two operations the webhook needs, add and replace; values are
+ * Only the operations the webhook needs, add, replace and remove; values are
  * json-c objects, the text is compact, and the API server wants it in
  * base64 (standard alphabet, padded) inside the AdmissionReview. */
 #ifndef IMDS_PATCH_H
@@ -22,6 +22,9 @@ void patch_free(struct patch *p);
  * failed json-c constructor returns, fails with -ENOMEM).  0 or -ENOMEM. */
 int patch_add(struct patch *p, const char *path, struct json_object *value);
 int patch_replace(struct patch *p, const char *path, struct json_object *value);
+
+/* Append {"op":"remove","path":path} (the member must exist).  0 or -ENOMEM. */
+int patch_remove(struct patch *p, const char *path);
 
 /* Number of operations so far. */
 size_t patch_count(const struct patch *p);

@@ -8,6 +8,7 @@
 
 #include "annotations.h"
 #include "audience.h"
+#include "ifaces.h"
 #include "jbuild.h"
 #include "k8s_names.h"
 #include "patch.h"
@@ -125,6 +126,7 @@ struct pod {
 	int meta_data;       /* imds.kubevirt.io/meta-data is set (and valid) */
 	struct str hop_limit; /* 1..64, as written */
 	struct str session;   /* optional or required */
+	struct str interfaces; /* imds.kubevirt.io/interfaces, checked */
 	int add_vendor_data; /* the cluster-wide vendor-data goes in an annotation */
 	int guaranteed;
 	int pod_resources; /* spec.resources: pod-level resources own the budget */
@@ -246,6 +248,15 @@ static void pod_settings(struct review *a, struct pod *p, uint32_t labels)
 	if (p->session.p && !str_is(p->session, "optional") && !str_is(p->session, "required"))
 		rv_fail(a, RV_DENY, "%s: want optional or required, got %s", ANN_SESSION,
 		     rv_shown(p->session, q, sizeof(q)));
+	/* Written on the VMI by this webhook (vmnet.c), copied to the pod by
+	 * KubeVirt; the sidecar gets it unchanged. */
+	p->interfaces = ann(a, p->anns, ANN_INTERFACES);
+	if (p->interfaces.p) {
+		char e[160];
+		if (ifc_check(p->interfaces.p, p->interfaces.n, e, sizeof(e)) < 0)
+			rv_fail(a, RV_DENY, "%s: %s (the webhook writes it on the VMI; remove it from the pod)",
+				ANN_INTERFACES, e);
+	}
 	p->ssh_secret = ann(a, p->anns, ANN_SSH_KEYS_SECRET);
 	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
 
@@ -413,6 +424,8 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 		env = jb_push(env, env_value("IMDS_HOP_LIMIT", jb_strn(p->hop_limit)));
 	if (p->session.p)
 		env = jb_push(env, env_value("IMDS_SESSION", jb_strn(p->session)));
+	if (p->interfaces.p)
+		env = jb_push(env, env_value("IMDS_INTERFACES", jb_strn(p->interfaces)));
 	if (p->ssh_secret.p)
 		env = jb_push(env, env_value("IMDS_SSH_KEYS_DIR", jb_str(SSH_KEYS_DIR)));
 	if (p->meta_data)

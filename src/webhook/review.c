@@ -17,6 +17,20 @@ void rv_fail(struct review *a, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
+void rv_warn(struct review *a, const char *fmt, ...)
+{
+	if (a->nwarn == RV_MAX_WARNINGS) {
+		a->warn_dropped++;
+		snprintf(a->warn[RV_MAX_WARNINGS - 1], RV_WARNING_MAX,
+			 "imds.kubevirt.io: %zu more warnings not shown", a->warn_dropped + 1);
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->warn[a->nwarn++], RV_WARNING_MAX, fmt, ap);
+	va_end(ap);
+}
+
 /* The log line's reason, cut to fit: a truncated reason is fine. */
 void rv_set_reason(struct admission_result *res, const char *fmt, ...)
 {
@@ -118,6 +132,15 @@ const char *rv_shown(struct str s, char *buf, size_t cap)
 int rv_add(struct review *a, const char *path, struct json_object *v)
 {
 	if (patch_add(a->patch, path, v) < 0) {
+		rv_fail(a, RV_NOMEM, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int rv_remove(struct review *a, const char *path)
+{
+	if (patch_remove(a->patch, path) < 0) {
 		rv_fail(a, RV_NOMEM, "out of memory");
 		return -1;
 	}

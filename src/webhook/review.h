@@ -24,6 +24,11 @@ enum rv_err {
 	RV_NOMEM, /* HTTP 500 */
 };
 
+/* Admission warnings (response.warnings): kubectl prints each as
+ * "Warning: ..."; kept short, and few (the API server caps what it relays). */
+#define RV_MAX_WARNINGS 16
+#define RV_WARNING_MAX 256
+
 struct review {
 	const struct admission_config *cfg; /* every default filled in */
 	struct admission_result *res;
@@ -33,9 +38,16 @@ struct review {
 	struct jv *v; /* the review */
 	const char *what; /* "pod default/virt-launcher-vm1-", for the reason */
 	char whatbuf[160];
+	char warn[RV_MAX_WARNINGS][RV_WARNING_MAX];
+	size_t nwarn;         /* kept in warn[] */
+	size_t warn_dropped;  /* past RV_MAX_WARNINGS; the last one kept says how many */
 };
 
 __attribute__((format(printf, 3, 4))) void rv_fail(struct review *a, int err, const char *fmt, ...);
+/* An admission warning, cut to RV_WARNING_MAX - 1 bytes; printable ASCII
+ * only (names in it go through rv_clean).  Allowed and denied answers
+ * both carry them. */
+__attribute__((format(printf, 2, 3))) void rv_warn(struct review *a, const char *fmt, ...);
 /* The log line's reason, "<what>: <text>", cut to fit. */
 __attribute__((format(printf, 2, 3))) void rv_reason(struct review *a, const char *fmt, ...);
 __attribute__((format(printf, 2, 3))) void rv_set_reason(struct admission_result *res,
@@ -60,5 +72,6 @@ const char *rv_shown(struct str s, char *buf, size_t cap);
 /* Patch operations; both take the reference to v.  0, or -1 with RV_NOMEM. */
 int rv_add(struct review *a, const char *path, struct json_object *v);
 int rv_replace(struct review *a, const char *path, struct json_object *v);
+int rv_remove(struct review *a, const char *path);
 
 #endif

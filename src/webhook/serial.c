@@ -11,6 +11,7 @@
 #include "patch.h"
 #include "review.h"
 #include "sbuf.h"
+#include "vmnet.h"
 
 static int opted_in(struct review *a, uint32_t meta, const char *where)
 {
@@ -46,14 +47,19 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 	if (obj == JV_NONE && !a->err)
 		rv_fail(a, RV_BAD, "request.object: missing");
 	uint32_t meta = rv_member(a, obj, "metadata", JV_OBJECT, "request.object");
+	uint32_t anns = rv_member(a, meta, "annotations", JV_OBJECT, "request.object.metadata");
 	int in = opted_in(a, meta, "request.object.metadata");
-	if (vm && !in) {
+	uint32_t spec = rv_member(a, obj, "spec", JV_OBJECT, "request.object");
+	uint32_t tmpl = JV_NONE, tmeta = JV_NONE, tanns = JV_NONE;
+	if (vm) {
 		/* The VM's template is where the VMI's annotations come from;
-		 * the VM's own metadata is accepted too. */
-		uint32_t spec = rv_member(a, obj, "spec", JV_OBJECT, "request.object");
-		uint32_t tmpl = rv_member(a, spec, "template", JV_OBJECT, "request.object.spec");
-		uint32_t tmeta = rv_member(a, tmpl, "metadata", JV_OBJECT, "request.object.spec.template");
-		in = opted_in(a, tmeta, "request.object.spec.template.metadata");
+		 * the VM's own metadata is accepted too (for the serial). */
+		tmpl = rv_member(a, spec, "template", JV_OBJECT, "request.object.spec");
+		tmeta = rv_member(a, tmpl, "metadata", JV_OBJECT, "request.object.spec.template");
+		tanns = rv_member(a, tmeta, "annotations", JV_OBJECT, "request.object.spec.template.metadata");
+		in |= opted_in(a, tmeta, "request.object.spec.template.metadata");
+		if (!a->err)
+			ann_warn_vm_own(a, anns, tanns);
 	}
 	if (a->err)
 		return;
@@ -62,17 +68,19 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 		return;
 	}
 	/* The VMI's annotations come from the VM's template. */
-	if (vm) {
-		uint32_t spec = rv_member(a, obj, "spec", JV_OBJECT, "request.object");
-		uint32_t tmpl = rv_member(a, spec, "template", JV_OBJECT, "request.object.spec");
-		uint32_t tmeta = rv_member(a, tmpl, "metadata", JV_OBJECT, "request.object.spec.template");
-		uint32_t tanns = rv_member(a, tmeta, "annotations", JV_OBJECT,
-					"request.object.spec.template.metadata");
+	if (vm)
 		ann_check_data(a, tanns, "request.object.spec.template.metadata.annotations");
-	} else {
-		uint32_t anns = rv_member(a, meta, "annotations", JV_OBJECT, "request.object.metadata");
+	else
 		ann_check_data(a, anns, "request.object.metadata.annotations");
-	}
+	if (a->err)
+		return;
+	/* What the sidecar will serve through: warnings, and on a VMI the
+	 * imds.kubevirt.io/interfaces annotation. */
+	if (vm)
+		vmnet_admit(a, rv_member(a, tmpl, "spec", JV_OBJECT, "request.object.spec.template"),
+			    "request.object.spec.template.spec", JV_NONE, 0);
+	else
+		vmnet_admit(a, spec, "request.object.spec", anns, 1);
 	if (a->err)
 		return;
 

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "admission.h"
+#include "ifaces.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -74,8 +75,12 @@ static void check_patch(const char *s, size_t n)
 		struct json_object *op = json_object_array_get_idx(p, i);
 		const char *kind = json_object_get_string(get(op, "op"));
 		const char *path = json_object_get_string(get(op, "path"));
-		if (!kind || (strcmp(kind, "add") && strcmp(kind, "replace")) || !path || path[0] != '/' ||
-		    !get(op, "value"))
+		if (!kind || !path || path[0] != '/')
+			abort();
+		/* add and replace carry a value; remove (a user's stale
+		 * imds.kubevirt.io/interfaces) none */
+		if (strcmp(kind, "remove") == 0 ? get(op, "value") != NULL
+						: (strcmp(kind, "add") && strcmp(kind, "replace")) || !get(op, "value"))
 			abort();
 	}
 	json_object_put(p);
@@ -115,6 +120,14 @@ static void one(const struct admission_config *cfg, const char *body, size_t n)
 			abort();
 		if (patch)
 			check_patch(json_object_get_string(patch), (size_t)json_object_get_string_len(patch));
+		/* warnings: an array of strings, as many as the result says */
+		struct json_object *w = get(resp, "warnings");
+		if ((w != NULL) != (res.warnings > 0) ||
+		    (w && (!json_object_is_type(w, json_type_array) || json_object_array_length(w) != res.warnings)))
+			abort();
+		for (size_t i = 0; w && i < json_object_array_length(w); i++)
+			if (!json_object_is_type(json_object_array_get_idx(w, i), json_type_string))
+				abort();
 	}
 	json_object_put(r);
 	admission_result_free(&res);
@@ -122,6 +135,8 @@ static void one(const struct admission_config *cfg, const char *body, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* the plain configuration also knows one binding plugin of its own */
+	static const struct ifc_plugin plugins[] = {{"ovs-tap", IFC_MANAGEDTAP}, {"passt", IFC_TAP}};
 	static const struct admission_config native = {.imds_image = "img:1", .native_sidecar = 1};
 	static const struct admission_config plain = {
 		.imds_image = "img:1",
@@ -130,12 +145,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.cpu = "1",
 		.memory = "1Gi",
 		.memory_limit = "2Gi",
+		.plugins = plugins,
+		.nplugins = 2,
 	};
 	/* An exactly sized copy: an over-read of the body is ASan's to see. */
 	char *body = malloc(size ? size : 1);
 	if (!body)
 		return 0;
 	memcpy(body, data, size);
+	/* The same bytes as an imds.kubevirt.io/interfaces text: what the
+	 * check accepts is within the caps, and a refusal says why. */
+	char err[160] = "";
+	if (ifc_check(body, size, err, sizeof(err)) == 0) {
+		size_t commas = 0;
+		for (size_t i = 0; i < size; i++)
+			commas += body[i] == ',';
+		if (size > IFC_MAX_LEN || (size && commas + 1 > IFC_MAX_ENTRIES) || memchr(body, ' ', size))
+			abort();
+	} else if (!err[0]) {
+		abort();
+	}
 	one(&native, body, size);
 	one(&plain, body, size);
 	free(body);

@@ -57,6 +57,7 @@ run() { # fixture expect [--deny NAME] [cli and checker options...]
 	while (($#)); do
 		case "$1" in
 		--container) cli_opts+=(--container); chk_opts+=(--mode container); shift ;;
+		--warn) chk_opts+=("$1" "$2"); shift 2 ;;
 		*) cli_opts+=("$1" "$2"); chk_opts+=("$1" "$2"); shift 2 ;;
 		esac
 	done
@@ -106,12 +107,12 @@ run pod-keys-meta patched
 run pod-keys-meta patched --container
 # Pods it does not concern.
 run pod-no-annotations skipped
-run pod-last-applied-only skipped
+run hostile-pod-last-applied-only skipped
 run pod-not-launcher skipped
 run pod-update skipped
 # Opted in with an invalid setting.
 run pod-bad-expiration denied --deny imds.kubevirt.io/token-expiration
-run pod-no-vm-name denied --deny kubevirt.io/domain
+run hostile-pod-no-vm-name denied --deny kubevirt.io/domain
 run pod-bad-meta-data denied --deny imds.kubevirt.io/meta-data
 run pod-bad-ssh-keys-secret denied --deny imds.kubevirt.io/ssh-keys-secret
 run vm-bad-meta-data denied --deny imds.kubevirt.io/meta-data
@@ -119,7 +120,7 @@ run vmi-reserved-meta-data denied --deny imds.kubevirt.io/meta-data
 # VirtualMachines and VirtualMachineInstances.
 run vm-no-firmware patched
 run vm-serial patched
-run vm-own-annotation patched
+run vm-own-annotation patched --warn 'imds.kubevirt.io/enabled is on the VirtualMachine'"'"'s own metadata'
 run vm-update patched
 run vm-nocloud-serial skipped
 run vm-last-applied-only skipped

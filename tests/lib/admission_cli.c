@@ -2,7 +2,7 @@
  * stdout, "status=N kind=K outcome=O reason=R" on stderr.  The admission
  * module with no TLS around it, for tests/integration/webhook_patch.sh.
  *   admission_cli [--container] [--image IMG] [--vendor-data-file F]
- *                 [--cpu Q] [--memory Q] [--memory-limit Q]
+ *                 [--cpu Q] [--memory Q] [--memory-limit Q] [--binding-plugin NAME=KIND]...
  * Exit status 0 whenever an answer was produced; 2 on usage errors. */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "admission.h"
+#include "ifaces.h"
 
 static char *slurp(FILE *f, size_t *len)
 {
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
 	struct admission_config cfg = {.imds_image = "registry.example/kubevirt-imds/imds-server:test",
 				       .native_sidecar = 1};
 	char *vendor = NULL;
+	static struct ifc_plugin plugins[IFC_MAX_PLUGINS];
+	char perr[256];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -56,6 +59,16 @@ int main(int argc, char **argv)
 		} else if (v && strcmp(a, "--memory-limit") == 0) {
 			cfg.memory_limit = v;
 			i++;
+		} else if (v && strcmp(a, "--binding-plugin") == 0) {
+			if (cfg.nplugins == IFC_MAX_PLUGINS ||
+			    ifc_plugin_parse(v, &plugins[cfg.nplugins], perr, sizeof(perr)) < 0) {
+				fprintf(stderr, "admission_cli: %s\n",
+					cfg.nplugins == IFC_MAX_PLUGINS ? "too many --binding-plugin" : perr);
+				return 2;
+			}
+			cfg.plugins = plugins;
+			cfg.nplugins++;
+			i++;
 		} else if (v && strcmp(a, "--vendor-data-file") == 0) {
 			FILE *f = fopen(v, "rb");
 			size_t n = 0;
@@ -69,7 +82,8 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			fprintf(stderr, "usage: admission_cli [--container] [--image IMG] "
-					"[--vendor-data-file F] [--cpu Q] [--memory Q] [--memory-limit Q]\n");
+					"[--vendor-data-file F] [--cpu Q] [--memory Q] [--memory-limit Q] "
+					"[--binding-plugin NAME=KIND]...\n");
 			return 2;
 		}
 	}
@@ -88,8 +102,8 @@ int main(int argc, char **argv)
 	struct admission_result res;
 	admission_handle(&adm, &cfg, body, len, &res);
 	fwrite(res.body, 1, res.body_len, stdout);
-	fprintf(stderr, "status=%d kind=%s outcome=%s reason=%s\n", res.http_status,
-		admission_kind_name(res.kind), admission_outcome_name(res.outcome), res.reason);
+	fprintf(stderr, "status=%d kind=%s outcome=%s warnings=%zu reason=%s\n", res.http_status,
+		admission_kind_name(res.kind), admission_outcome_name(res.outcome), res.warnings, res.reason);
 	admission_result_free(&res);
 	admission_cleanup(&adm);
 	free(body);

@@ -12,6 +12,7 @@ user-data must arrive byte-exact.
   jsonpatch_check.py REVIEW RESPONSE --expect patched|skipped|denied
         [--mode native|container] [--image IMG] [--vendor-data-file F]
         [--deny-names ANNOTATION] [--emit-review OUT]
+        [--warn SUBSTRING]... [--binding-plugin NAME=KIND]...
 
 Prints one line per check, "PASS|name" or "FAIL|name|detail";
 tests/integration/webhook_patch.sh turns them into TAP.  Exit 1 if any
@@ -21,7 +22,9 @@ import argparse
 import base64
 import binascii
 import copy
+import hashlib
 import json
+import re
 import sys
 from fractions import Fraction
 
@@ -109,6 +112,49 @@ def audience_dir(aud):
         plain = (c.isascii() and c.isalnum()) or c in "_-" or (c == "." and i > 0)
         out += c if plain else "%%%02X" % b
     return "%74oken" if out == "token" else out
+
+
+# ---- imds.kubevirt.io/interfaces, derived here from KubeVirt's rules ------
+# (pkg/network/namescheme: pod + sha256(network name)[:11];
+#  pkg/network/link/names.go: tap + that minus "pod", tap0 for the primary)
+
+PLUGINS = {"passt": "passt", "macvtap": "tap", "l2bridge": "managedtap"}
+METHODS = {"masquerade": "masquerade", "bridge": "bridge", "sriov": "sriov", "passtBinding": "passt",
+           "binding": None, "slirp": "unknown", "macvtap": "unknown", "passt": "unknown"}
+
+
+def interfaces_annotation(spec, plugins):
+    """The annotation's text, or None when KubeVirt's default NIC is still to come."""
+    dev = (spec.get("domain") or {}).get("devices") or {}
+    ifaces, nets = dev.get("interfaces") or [], spec.get("networks") or []
+    if not ifaces and not nets and dev.get("autoattachPodInterface", True) is not False:
+        return None
+    if len(ifaces) > 64:
+        return None
+    out = []
+    for named in (True, False):
+        out = []
+        for i, itf in enumerate(ifaces):
+            name = itf.get("name", "")
+            present = [m for m in METHODS if itf.get(m) is not None]
+            kind = "unknown"
+            if len(present) == 1:
+                kind = METHODS[present[0]] or plugins.get((itf["binding"] or {}).get("name"), "unknown")
+            entry = (name if named and re.fullmatch(r"[A-Za-z0-9._-]{1,63}", name) else f"#{i}") + ":" + kind
+            if kind in ("masquerade", "bridge", "managedtap"):
+                net = [n for n in nets if n.get("name") == name]
+                if not net:
+                    entry = entry.rsplit(":", 1)[0] + ":unknown"
+                else:
+                    multus = net[0].get("multus")
+                    if multus is not None and not multus.get("default", False):
+                        entry += ":tap" + hashlib.sha256(name.encode()).hexdigest()[:11]
+                    else:
+                        entry += ":tap0"
+            out.append(entry)
+        if len(",".join(out)) <= 4096:
+            break
+    return ",".join(out)
 
 
 # ---- following a file the way kubelet lays it out -----------------------
@@ -248,7 +294,8 @@ def check_pod(args, orig, new):
     else:
         want_env["IMDS_USER_DATA_FILE"] = PODINFO + "/user-data"
     for k, n in ((ANN + "instance-id", "IMDS_INSTANCE_ID"), (ANN + "bridge-name", "IMDS_BRIDGE_NAME"),
-                 (ANN + "hop-limit", "IMDS_HOP_LIMIT"), (ANN + "session", "IMDS_SESSION")):
+                 (ANN + "hop-limit", "IMDS_HOP_LIMIT"), (ANN + "session", "IMDS_SESSION"),
+                 (ANN + "interfaces", "IMDS_INTERFACES")):
         if k in anns:
             want_env[n] = anns[k]
     eq("env", want_env, env)
@@ -323,7 +370,7 @@ def check_pod(args, orig, new):
 
 # ---- VMs and VMIs -------------------------------------------------------
 
-def check_serial(orig, new, is_vm):
+def check_serial(orig, new, is_vm, plugins):
     def domain(o):
         s = o.get("spec") or {}
         if is_vm:
@@ -336,6 +383,16 @@ def check_serial(orig, new, is_vm):
     eq("firmware.serial", want, got)
     result("the user's serial survives in front", got.startswith(old), got)
     a, b = copy.deepcopy(orig), copy.deepcopy(new)
+    if not is_vm:
+        want_if = interfaces_annotation(orig.get("spec") or {}, plugins)
+        got_if = ((new.get("metadata") or {}).get("annotations") or {}).get(ANN + "interfaces")
+        if want_if is None:
+            eq("imds.kubevirt.io/interfaces: left for after KubeVirt's default NIC",
+               ((orig.get("metadata") or {}).get("annotations") or {}).get(ANN + "interfaces"), got_if)
+        else:
+            eq("imds.kubevirt.io/interfaces", want_if, got_if)
+        for o in (a, b):
+            ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "interfaces", None)
     for o in (a, b):
         fw = domain(o).get("firmware")
         if fw is not None:
@@ -358,7 +415,12 @@ def main():
     ap.add_argument("--memory-limit", default="32Mi")
     ap.add_argument("--deny-names")
     ap.add_argument("--emit-review")
+    ap.add_argument("--warn", action="append", default=[])
+    ap.add_argument("--binding-plugin", action="append", default=[])
     args = ap.parse_args()
+    plugins = dict(PLUGINS)
+    for bp in args.binding_plugin:
+        plugins[bp.split("=", 1)[0]] = bp.split("=", 1)[1]
 
     with open(args.review, encoding="utf-8") as f:
         review = json.load(f)
@@ -376,6 +438,12 @@ def main():
     req = review["request"]
     obj = req["object"]
 
+    warns = r.get("warnings") or []
+    eq(f"{len(args.warn)} admission warning(s)", len(args.warn), len(warns))
+    for w in args.warn:
+        result(f"a warning says: {w}", any(w in x for x in warns), warns)
+    result("warnings are short printable ASCII", all(len(x) < 256 and x.isprintable() and x.isascii()
+                                                      for x in warns), warns)
     if args.expect == "denied":
         eq("allowed is false", False, r.get("allowed"))
         st = r.get("status") or {}
@@ -411,7 +479,7 @@ def main():
         if kind == "Pod":
             check_pod(args, obj, new)
         else:
-            check_serial(obj, new, kind == "VirtualMachine")
+            check_serial(obj, new, kind == "VirtualMachine", plugins)
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         # A missing field is a failed check, not a crashed checker.
         result("patched object has the expected shape", False, f"{type(e).__name__}: {e}")
