@@ -96,23 +96,37 @@ unit_suite() { # variant
 }
 
 fuzz_one() { # target seconds
-	local t=$1 secs=$2 corpus="tests/fuzz/corpus/${1#fuzz_}" work
-	work=$(mktemp -d)
-	# New inputs go to a scratch dir; the committed corpus is read-only here.
+	local t=$1 secs=$2 corpus="tests/fuzz/corpus/${1#fuzz_}"
+	# New inputs and any finding go to a folder of this run's results, never
+	# to the working directory (libFuzzer's default for crash files); the
+	# committed corpus is read-only here.
+	local work="$OUT/fuzz-$t" log="$OUT/$t.fuzz.log"
+	rm -rf "$work"
+	mkdir -p "$work/new"
 	if [[ ! -d "$corpus" ]]; then
 		echo "not ok 1 - $t: no seed corpus at $corpus"
 		return 1
 	fi
 	if "build/fuzz/fuzz/$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
-		-print_final_stats=1 "$work" "$corpus" >"$OUT/$t.fuzz.log" 2>&1; then
+		-print_final_stats=1 -artifact_prefix="$work/" "$work/new" "$corpus" >"$log" 2>&1; then
 		local runs
-		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t.fuzz.log")
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 		echo "ok 1 - $t: ${runs:-?} runs in ${secs}s, no crash"
 		rm -rf "$work"
 		return 0
 	fi
-	echo "not ok 1 - $t: crash or leak (inputs kept in $work)"
-	grep -A30 -E 'ERROR|runtime error|SUMMARY' "$OUT/$t.fuzz.log" | head -60 | sed 's/^/# /'
+	local seed finding
+	seed=$(sed -n 's/^INFO: Seed: *//p' "$log" | head -n1)
+	finding=$(find "$work" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
+		-o -name 'timeout-*' -o -name 'oom-*' \) | head -n1)
+	echo "not ok 1 - $t: crash, leak or timeout"
+	echo "# seed: ${seed:-?} (run again: build/fuzz/fuzz/$t -seed=${seed:-N} -max_total_time=$secs $corpus)"
+	if [[ -n $finding ]]; then
+		echo "# input: ${finding#"$REPO"/} ($(stat -c %s "$finding") bytes, base64 $(head -c 512 "$finding" | base64 -w0))"
+		echo "# reproduce: build/fuzz/fuzz/$t ${finding#"$REPO"/}"
+	fi
+	echo "# inputs this run added: ${work#"$REPO"/}/new ($(find "$work/new" -type f | wc -l) files); log: ${log#"$REPO"/}"
+	grep -A30 -E 'ERROR|runtime error|SUMMARY|outlived' "$log" | head -60 | sed 's/^/# /'
 	return 1
 }
 

@@ -406,10 +406,15 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	}
 	if (s->logger)
 		s->logger(req, res->status, head_only || no_body ? 0 : blen, s->ud);
-	if (head_only || no_body)
-		blen = 0;
 	struct blob *blob = res->blob;
 	res->blob = NULL;
+	if (head_only || no_body) {
+		/* No body goes out: drop the reference here, or a head the kernel
+		 * only partly took would be followed by the blob when flushed. */
+		blen = 0;
+		blob_unref(blob);
+		blob = NULL;
+	}
 	return send_response(c, h.p, h.len, body, blen, blob);
 }
 
