@@ -164,7 +164,15 @@ EOF
 }
 
 start_vms() {
-	kctl create namespace "$NS" --dry-run=client -o yaml | kctl apply -f -
+	# In dry mode the second kctl prints without reading its stdin: the first
+	# would then write into a closed pipe and end the run with SIGPIPE (141)
+	# whenever the second is done first.
+	if [[ $DRY == 1 ]]; then
+		kctl create namespace "$NS" --dry-run=client -o yaml
+		kctl apply -f - </dev/null
+	else
+		kctl create namespace "$NS" --dry-run=client -o yaml | kctl apply -f -
+	fi
 	local f
 	for f in vm-cirros.yaml vm-secret-userdata.yaml vm-configmap-userdata.yaml; do
 		kctl -n "$NS" apply -f "$REPO/deploy/test/$f"
