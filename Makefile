@@ -111,7 +111,7 @@ asan: deps-build
 fuzz: deps-build
 	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-bins
 
-unit-bins: $(UNIT_BIN) $(B)/tests/admission_cli $(B)/tests/tapwire
+unit-bins: $(UNIT_BIN) $(B)/tests/admission_cli $(B)/tests/tapwire $(B)/tests/steer_commit
 fuzz-bins: $(FUZZ_BIN)
 
 deps-build:
@@ -180,6 +180,11 @@ $(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
 $(B)/tests/tapwire: tests/lib/tapwire.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $<
+
+# tests/fixtures/nft/regen.sh's part: our ruleset for the golden state, committed.
+$(B)/tests/steer_commit: tests/lib/steer_commit.c $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(SC_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
 
 $(WH_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(WH_LIBS)
 	@mkdir -p $(@D)

@@ -312,7 +312,8 @@ static int program(struct run *r, const struct steer_state *st, char *err, size_
 
 static int steer_eq(const struct steer_state *a, const struct steer_state *b)
 {
-	return a->veth == b->veth && a->peer == b->peer && !memcmp(a->vmac, b->vmac, 6) &&
+	return a->veth == b->veth && a->peer == b->peer && a->local_ok == b->local_ok &&
+	       !memcmp(a->vmac, b->vmac, 6) &&
 	       !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
 	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) &&
 	       a->nlocal == b->nlocal && !memcmp(a->local, b->local, a->nlocal * 4);
@@ -394,6 +395,7 @@ static void reconcile(struct run *r)
 		struct steer_state fb = r->have.veth ? r->have : (struct steer_state){0};
 		memcpy(fb.ip, r->ip, 4);
 		memcpy(fb.vmac, r->vmac, 6);
+		fb.local_ok = r->passt;
 		r->want = fb;
 		if (ensure_rules(r)) {
 			arm_retry(r);
@@ -408,6 +410,7 @@ static void reconcile(struct run *r)
 	memset(&r->want, 0, sizeof(r->want));
 	memcpy(r->want.ip, r->ip, 4);
 	memcpy(r->want.vmac, r->vmac, 6);
+	r->want.local_ok = r->passt;
 	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
 					STEER_MAX_TAPS, &mtu);
 	ret = plumb_ensure(&r->req, &r->ps, r->links, r->nlinks, r->vmac, mtu, &changes, err,
@@ -776,6 +779,8 @@ int init_main(const struct imds_config *cfg)
 		      &(uint16_t){0}, err, sizeof(err)))
 		goto out;
 	plumb_vm_mac(cfg->ns, cfg->vm_name, st.vmac);
+	for (size_t i = 0; ifs && i < ifs->n; i++)
+		st.local_ok |= ifs->e[i].kind == IFACES_PASST;
 	if (nl_open(&s, NULL, 0, err, sizeof(err)) || nft_open(&nft, 0, err, sizeof(err)) ||
 	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
 		goto out;

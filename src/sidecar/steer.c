@@ -191,6 +191,21 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	nft_e_counter(b);
 	nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
 	nft_rule_end(b);
+	if (!st->local_ok) {
+		/* ... and while it is local, where no binding has a process of the
+		 * pod on its path: refused at once too (the listener's filter would
+		 * drop the SYN, and the client wait out its retries).  TCP only:
+		 * the ICMP error itself goes to .254, the connecting socket. */
+		static const uint8_t tcp = IPPROTO_TCP;
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh4(b, IP_DADDR, st->ip);
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, "lo");
+		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		nft_e_counter(b);
+		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
+		nft_rule_end(b);
+	}
 	/* The guest's .254 routed by the pod (masquerade's ip_forward=1) while
 	 * the tap is not steered: never forwarded, never masqueraded. */
 	nft_add_chain(b, f, STEER_TABLE, "forward", NFT_HOOK_FORWARD, STEER_PRIO_RAW, NULL,

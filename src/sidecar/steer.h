@@ -62,6 +62,7 @@ struct steer_state {
 	struct steer_tap taps[STEER_MAX_TAPS];
 	size_t nlocal;
 	uint8_t local[STEER_MAX_LOCAL][4];
+	int local_ok;   /* a process of the pod may connect (passt's path) */
 };
 
 /* The alias of local[i]. */

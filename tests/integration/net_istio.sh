@@ -71,17 +71,12 @@ expect_eq "Envoy saw none of the guest's connections to 169.254.169.254" "$n0" "
 expect_eq "the sidecar saw the guest's own address, never Envoy's (127.0.0.6, the pod IP)" 0 \
 	"$(grep -E ' GET /' "$IMDS_LOG" | grep -vc '^[^ ]* 10\.0\.2\.2 ')"
 # Envoy itself (UID 1337, exempt from Istio's redirects) and root
-as_uid() { # UID CMD...: CMD in the pod as UID
-	local u=$1
-	shift
-	ip netns exec "$NS_POD" setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 declare -A who=([1337]=Envoy [107]="KubeVirt's containers" [0]=root)
 for u in 1337 107 0; do
-	if as_uid "$u" curl -s -o /dev/null --max-time 2 http://169.254.169.254/healthz; then
-		not_ok "a process of the pod as UID $u (${who[$u]}) gets no answer"
+	if r=$(pod_refused "$u"); then
+		ok "a process of the pod as UID $u (${who[$u]}) is refused at once ($r)"
 	else
-		ok "a process of the pod as UID $u (${who[$u]}) gets no answer"
+		not_ok "a process of the pod as UID $u (${who[$u]}) is refused at once" "$r"
 	fi
 done
 # The guest's other traffic is still Istio's.

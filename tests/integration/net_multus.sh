@@ -66,7 +66,7 @@ else
 fi
 # what the L2 saw from the guest: nothing for .254
 g=$(node_capture_count)
-guest_pkts=$(tcpdump -n -e -r "$NET_TMP/node-br-l2.pcap" 2>/dev/null | grep -c ' 52:54:00:12:34:57 > ')
+guest_pkts=$(tcpdump -n -e -r "$(node_capture_file br-l2)" 2>/dev/null | grep -c ' 52:54:00:12:34:57 > ')
 expect_eq "the Multus L2 saw no frame of the guest's for 169.254.169.254 (ARP or IP)" 0 "$guest_pkts"
 echo "# Multus L2 capture: $g packets for 169.254.169.254, all the other host's"
 imds_stop

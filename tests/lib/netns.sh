@@ -114,10 +114,15 @@ node_link() {
 }
 
 # tap_add NAME BRIDGE MTU: a VM tap as virt-handler creates it (nmstate
-# spec.go createTap: kind tun, IFF_TAP, multi-queue, owned by 107), then
-# set up as setupInterface does (MTU, master, up).
+# spec.go createTap: kind tun, IFF_TAP, owned by 107; multi-queue when the
+# VMI asks for networkInterfaceMultiqueue: TAP_MQ=0 gives the single-queue
+# tap of the default, which qemu's plain tap netdev opens), then set up as
+# setupInterface does (MTU, master, up).
 tap_add() {
-	ip -n "$NS_POD" tuntap add dev "$1" mode tap multi_queue user 107 group 107 || return 1
+	local mq=multi_queue
+	[[ ${TAP_MQ:-1} == 0 ]] && mq=
+	# shellcheck disable=SC2086 # mq is one word or none
+	ip -n "$NS_POD" tuntap add dev "$1" mode tap $mq user 107 group 107 || return 1
 	ip -n "$NS_POD" link set "$1" mtu "$3" master "$2" up
 }
 
@@ -429,6 +434,20 @@ guest_get() {
 		"http://169.254.169.254$path"
 }
 
+# pod_refused [UID]: a process of the pod (as UID, default root) asks for
+# .254; succeeds when it was refused at once (curl could not connect, exit 7,
+# within 1 s), not left to time out and not answered.  Echoes what happened.
+pod_refused() {
+	local u=${1:-0} t0 out st ms
+	t0=$(now_ms)
+	out=$(ip netns exec "$NS_POD" setpriv --reuid="$u" --regid="$u" --clear-groups \
+		curl -sS -o /dev/null --max-time 3 http://169.254.169.254/healthz 2>&1)
+	st=$?
+	ms=$(($(now_ms) - t0))
+	echo "curl exit $st after $ms ms: ${out:-answered}"
+	[[ $st == 7 ]] && ((ms < 1000))
+}
+
 # cloudinit_fetch NS: Debian's cloud-init NoCloudNet get_data() from the guest.
 cloudinit_fetch() {
 	ip netns exec "$1" "$PY" "$REPO/tests/lib/cloudinit_client.py" \
@@ -444,14 +463,14 @@ node_capture_start() {
 	local ifs=("${@:-cali0}") i f
 	NODE_CAPS=()
 	for f in "${ifs[@]}"; do
-		: >"$NET_TMP/node-$f.err"
-		ip netns exec "$NS_NODE" tcpdump -n -l -U -i "$f" -w "$NET_TMP/node-$f.pcap" \
+		: >"$NET_TMP/$NS_NODE-$f.err"
+		ip netns exec "$NS_NODE" tcpdump -n -l -U -i "$f" -w "$NET_TMP/$NS_NODE-$f.pcap" \
 			'host 169.254.169.254 or (arp and arp[24:4] = 0xa9fea9fe)' \
-			2>"$NET_TMP/node-$f.err" &
+			2>"$NET_TMP/$NS_NODE-$f.err" &
 		NODE_CAPS+=($!)
 		BG_PIDS+=($!)
 		for ((i = 0; i < 300; i++)); do
-			grep -q 'listening on' "$NET_TMP/node-$f.err" && break
+			grep -q 'listening on' "$NET_TMP/$NS_NODE-$f.err" && break
 			sleep 0.01
 		done
 	done
@@ -462,15 +481,17 @@ node_capture_count() {
 	sleep 0.2 # what is in flight reaches the capture
 	for p in "${NODE_CAPS[@]}"; do kill -INT "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	for f in "${NODE_CAP_IFS[@]}"; do
-		c=$(tcpdump -n -r "$NET_TMP/node-$f.pcap" 2>/dev/null | wc -l)
+		c=$(tcpdump -n -r "$NET_TMP/$NS_NODE-$f.pcap" 2>/dev/null | wc -l)
 		n=$((n + c))
 	done
 	echo "$n"
 }
 node_capture_show() {
 	local f
-	for f in "${NODE_CAP_IFS[@]}"; do tcpdump -n -r "$NET_TMP/node-$f.pcap" 2>/dev/null | head -n 5; done
+	for f in "${NODE_CAP_IFS[@]}"; do tcpdump -n -r "$NET_TMP/$NS_NODE-$f.pcap" 2>/dev/null | head -n 5; done
 }
+# node_capture_file [IF]: the capture's file (after node_capture_count)
+node_capture_file() { echo "$NET_TMP/$NS_NODE-${1:-cali0}.pcap"; }
 
 sysctl_pod() { in_pod cat "/proc/sys/net/ipv4/conf/$1"; }
 

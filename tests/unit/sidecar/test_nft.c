@@ -20,6 +20,7 @@
 
 #include "nft.h"
 #include "steer.h"
+#include "steer_golden.h"
 
 #define AL4(x) (((size_t)(x) + 3u) & ~(size_t)3u)
 
@@ -84,6 +85,7 @@ static const char *meta_name(uint32_t k)
 {
 	switch (k) {
 	case NFT_META_PROTOCOL: return "protocol";
+	case NFT_META_L4PROTO: return "l4proto";
 	case NFT_META_IIFNAME: return "iifname";
 	case NFT_META_OIFNAME: return "oifname";
 	case NFT_META_IIFTYPE: return "iiftype";
@@ -177,23 +179,6 @@ static size_t decode_rules(const uint8_t *buf, size_t len, char *out, size_t cap
 		off += AL4(h.nlmsg_len);
 	}
 	return at;
-}
-
-static struct steer_state golden_state(void)
-{
-	struct steer_state st = {0};
-	static const uint8_t ip[4] = {169, 254, 169, 254}, mac[6] = {0x02, 0xa9, 0xfe, 1, 2, 3};
-	static const uint8_t local[4] = {10, 244, 1, 5};
-	memcpy(st.ip, ip, 4);
-	memcpy(st.vmac, mac, 6);
-	st.veth = 7;
-	st.peer = 6;
-	st.ntaps = 2;
-	st.taps[0] = (struct steer_tap){"tap0", 3};
-	st.taps[1] = (struct steer_tap){"tap1", 5};
-	st.nlocal = 1;
-	memcpy(st.local[0], local, 4);
-	return st;
 }
 
 static char *read_golden(void)
