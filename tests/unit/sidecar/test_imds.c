@@ -20,13 +20,16 @@
 #include "blob.h"
 #include "config.h"
 #include "http.h"
+#include "call.h"
 #include "imds.h"
+#include "password.h"
+#include "session.h"
 #include "jwt.h"
 #include "loop.h"
 
 extern char **environ;
 
-/* ---- imds_query_param ------------------------------------------------------------ */
+/* ---- call_query_param ------------------------------------------------------------ */
 
 struct q_case {
 	const char *name;
@@ -95,7 +98,7 @@ static void test_query_param_table(void **state)
 		assert_non_null(out);
 		memcpy(q, c->q, qn);
 		memset(out, 'Z', c->cap);
-		int rc = imds_query_param(q, qn, c->key, out, c->cap);
+		int rc = call_query_param(q, qn, c->key, out, c->cap);
 		int ok = rc == c->rc &&
 			 (rc < 0 || ((size_t)rc == c->outlen && memcmp(out, c->out, c->outlen) == 0 &&
 				     out[rc] == '\0'));
@@ -104,13 +107,13 @@ static void test_query_param_table(void **state)
 		free(q);
 		free(out);
 		if (!ok)
-			fail_msg("%s: imds_query_param(\"%s\", \"%s\", cap %zu) = %d \"%s\", want %d",
+			fail_msg("%s: call_query_param(\"%s\", \"%s\", cap %zu) = %d \"%s\", want %d",
 				 c->name, c->q, c->key, c->cap, rc, got, c->rc);
 	}
 }
 
 /* KNOWN PRODUCT BUG (reported, left failing on purpose): with cap 0 and an
- * empty value, imds_query_param writes the terminating NUL to out[0] (one
+ * empty value, call_query_param writes the terminating NUL to out[0] (one
  * byte past a zero-size buffer) and returns 0 instead of -ENOSPC: the
  * `o + 1 >= cap` check sits inside the copy loop, which an empty value
  * never enters.  With a malloc(0) buffer ASan reports a heap overflow. */
@@ -118,7 +121,7 @@ static void test_query_param_cap0(void **state)
 {
 	(void)state;
 	char guard[2] = {'Z', 'Z'};
-	int rc = imds_query_param("audience=", 9, "audience", guard, 0);
+	int rc = call_query_param("audience=", 9, "audience", guard, 0);
 	if (guard[0] != 'Z')
 		fail_msg("cap 0: wrote 0x%02x to out[0] (rc %d)", (unsigned char)guard[0], rc);
 	if (rc != -ENOSPC)
@@ -1426,7 +1429,7 @@ static void test_password(void **state)
 	EXPECT_HEADER("PUT password", &r, "Allow: GET, HEAD, POST");
 	resp_free(&r);
 
-	char big[IMDS_PASSWORD_MAX + 1];
+	char big[PASSWORD_MAX + 1];
 	memset(big, 'A', sizeof(big));
 	post_password(a, paths[0], big, sizeof(big), &r);
 	expect_error("1025 bytes", &r, 400, "password_too_long");
@@ -1443,7 +1446,7 @@ static void test_password(void **state)
 	expect_error("forwarded", &r, 403, "forbidden");
 	resp_free(&r);
 
-	post_password(a, paths[1], big, IMDS_PASSWORD_MAX, &r);
+	post_password(a, paths[1], big, PASSWORD_MAX, &r);
 	EXPECT_STATUS("1024 bytes stored", &r, 200);
 	resp_free(&r);
 	post_password(a, paths[0], "other", 5, &r);
@@ -1451,19 +1454,19 @@ static void test_password(void **state)
 	resp_free(&r);
 	call(a, "GET", paths[0], 0, NULL, &r);
 	EXPECT_STATUS("GET stored", &r, 200);
-	assert_int_equal(r.len, IMDS_PASSWORD_MAX);
-	assert_memory_equal(r.body, big, IMDS_PASSWORD_MAX);
+	assert_int_equal(r.len, PASSWORD_MAX);
+	assert_memory_equal(r.body, big, PASSWORD_MAX);
 	resp_free(&r);
 
 	/* A restarted sidecar has it, from the state folder (one file, 0600). */
 	struct stat sb;
 	assert_int_equal(stat(in_dir(f, "state/password"), &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
-	assert_int_equal(sb.st_size, IMDS_PASSWORD_MAX);
+	assert_int_equal(sb.st_size, PASSWORD_MAX);
 	assert_int_not_equal(stat(in_dir(f, "state/password.tmp"), &sb), 0);
 	a = start(f);
 	call(a, "GET", paths[2], 0, NULL, &r);
-	assert_int_equal(r.len, IMDS_PASSWORD_MAX);
+	assert_int_equal(r.len, PASSWORD_MAX);
 	resp_free(&r);
 	post_password(a, paths[0], "other", 5, &r);
 	expect_error("POST after a restart", &r, 409, "password_exists");
@@ -1537,7 +1540,7 @@ static void test_if_none_match_table(void **state)
 		rq.hname[0] = (struct http_span){"If-None-Match", 13};
 		rq.hvalue[0] = (struct http_span){cases[i].v, strlen(cases[i].v)};
 		rq.nheaders = 1;
-		if (imds_inm_match(&rq, tag) != cases[i].match)
+		if (call_inm_match(&rq, tag) != cases[i].match)
 			fail_msg("'%s': %d, want %d", cases[i].v, !cases[i].match, cases[i].match);
 	}
 	/* Several fields: any one may match; other headers are not looked at. */
@@ -1550,12 +1553,12 @@ static void test_if_none_match_table(void **state)
 	rq.hname[2] = (struct http_span){"If-Match", 8};
 	rq.hvalue[2] = (struct http_span){"*", 1};
 	rq.nheaders = 3;
-	assert_int_equal(imds_inm_match(&rq, tag), 1);
+	assert_int_equal(call_inm_match(&rq, tag), 1);
 	rq.nheaders = 1;
-	assert_int_equal(imds_inm_match(&rq, tag), 0);
+	assert_int_equal(call_inm_match(&rq, tag), 0);
 	rq.hname[0] = (struct http_span){"If-Match", 8};
 	rq.hvalue[0] = (struct http_span){"*", 1};
-	assert_int_equal(imds_inm_match(&rq, tag), 0);
+	assert_int_equal(call_inm_match(&rq, tag), 0);
 }
 
 static void test_etags(void **state)
@@ -1636,7 +1639,7 @@ static void open_session(struct imds_app *a, uint64_t now, const char *ttl, char
 	EXPECT_STATUS("PUT /v1/session", &r, 200);
 	EXPECT_CTYPE("PUT /v1/session", &r, "text/plain");
 	EXPECT_HEADER("PUT /v1/session", &r, "Cache-Control: no-store");
-	assert_int_equal(r.len, IMDS_SESSION_TOKEN_LEN);
+	assert_int_equal(r.len, SESSION_TOKEN_LEN);
 	for (size_t i = 0; i < r.len; i++)
 		assert_non_null(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", r.body[i]));
 	snprintf(out, 64, "%s", r.body);
@@ -1740,10 +1743,10 @@ static void test_sessions(void **state)
 	EXPECT_STATUS("required: identity with", &r, 200);
 	resp_free(&r);
 
-	/* The table is bounded: the oldest of IMDS_SESSIONS_MAX + 1 is evicted. */
+	/* The table is bounded: the oldest of SESSION_MAX + 1 is evicted. */
 	char first[64], tok[64];
 	open_session(a, 10 * S, "600", first);
-	for (unsigned i = 1; i <= IMDS_SESSIONS_MAX; i++)
+	for (unsigned i = 1; i <= SESSION_MAX; i++)
 		open_session(a, 10 * S + i, "600", tok);
 	const char *wfirst[] = {"Metadata", "true", "X-Metadata-Token", first, NULL};
 	call(a, "GET", "/v1/token", 11 * S, wfirst, &r);
