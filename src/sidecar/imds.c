@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "ec2.h"
 #include "instance.h"
 #include "kube.h"
 #include "nocloud.h"
@@ -24,9 +25,11 @@ struct imds_app {
 	struct instance inst;     /* the VM's data, once */
 	struct nocloud nocloud;   /* its views */
 	struct openstack openstack;
+	struct ec2 ec2;
 	struct kube kube;
 	struct sessions sessions;
 	struct wait_watch watch;
+	char path[8192];          /* the request's path, slashes merged */
 };
 
 static void healthz(struct call *c)
@@ -60,8 +63,21 @@ static const struct route routes[] = {
 	 AT(openstack)},
 	{ROUTE_READ, 0, "/openstack/{v}/network_data.json", os_version_ok, os_network_data,
 	 AT(openstack)},
+	{ROUTE_READ, 0, "/openstack/{v}/vendor_data2.json", os_vendor_data2_version_ok,
+	 os_vendor_data2, AT(openstack)},
 	{ROUTE_READ | ROUTE_POST, 0, "/openstack/{v}/password", os_password_version_ok,
 	 password_serve, AT(inst.pw)},
+	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
+	 * read needs one, as on AWS. */
+	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, session_serve_ec2, AT(sessions)},
+	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data", ec2_version_ok, ec2_meta_data, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data/*", ec2_version_ok, ec2_meta_data, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/user-data", ec2_version_ok, ec2_user_data, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic", ec2_version_ok, ec2_dynamic, AT(ec2)},
+	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic/*", ec2_version_ok, ec2_dynamic, AT(ec2)},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -104,7 +120,10 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 {
 	struct imds_app *a = app;
 	struct call c = {.req = req, .res = res};
-	const struct route *r = route_find(routes, NROUTES, req->path.p, req->path.n, &c.ver, &c.rest);
+	/* The head is at most 8 KiB; a longer path could not have been parsed. */
+	size_t pn = req->path.n < sizeof(a->path) ? req->path.n : sizeof(a->path);
+	pn = route_merge_slashes(req->path.p, pn, a->path);
+	const struct route *r = route_find(routes, NROUTES, a->path, pn, &c.ver, &c.rest);
 	unsigned allowed = r ? r->methods : ROUTE_READ;
 	if (!(route_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
@@ -130,7 +149,8 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 	if (st == 0 && a->cfg->session_required && r && (r->rules & ROUTE_GATED)) {
 		http_res_error(res, 401, "session_required",
-			       "PUT /v1/session first, then send X-Metadata-Token");
+			       "a session is required: PUT /v1/session (or /latest/api/token), then send "
+			       "its token as X-Metadata-Token (or X-aws-ec2-metadata-token)");
 		return;
 	}
 	struct wait w;
@@ -151,9 +171,11 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 /* The one request that carries a body: a posted password. */
 static size_t body_limit(const struct http_request *head, void *app)
 {
-	(void)app;
+	struct imds_app *a = app;
 	struct http_span ver, rest;
-	const struct route *r = route_find(routes, NROUTES, head->path.p, head->path.n, &ver, &rest);
+	size_t pn = head->path.n < sizeof(a->path) ? head->path.n : sizeof(a->path);
+	pn = route_merge_slashes(head->path.p, pn, a->path);
+	const struct route *r = route_find(routes, NROUTES, a->path, pn, &ver, &rest);
 	return head->method == HTTP_M_POST && r && (r->methods & ROUTE_POST) ? IMDS_MAX_BODY : 0;
 }
 
@@ -176,6 +198,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	ec2_open(&a->ec2, &a->inst);
 	rate_init(&a->rate, cfg->rate_limit, cfg->rate_limit, loop_clock_us());
 	if (l) {
 		a->http = http_server_new(l, &cfg->limits, imds_handle, serve_access_log, a);

@@ -51,6 +51,9 @@ int inst_open(struct instance *in, const struct imds_config *cfg, char *err, siz
 	memset(in, 0, sizeof(*in));
 	in->cfg = cfg;
 	in->hostname = cfg->vm_name;
+	/* A type a client can always read: Talos retries a missing one for
+	 * minutes (its openstack platform, instance-type). */
+	in->instance_type = cfg->instance_type ? cfg->instance_type : "kubevirt";
 	if (cfg->instance_id)
 		snprintf(in->iid, sizeof(in->iid), "%s", cfg->instance_id);
 	else
@@ -75,6 +78,14 @@ int inst_open(struct instance *in, const struct imds_config *cfg, char *err, siz
 	in->custom_seen = cfg->meta_data_file ? blob_ref(dfile_get(&in->custom)) : NULL;
 	parse_custom(in, 1);
 	in->meta_gen = 1;
+	/* Multus writes network-status after the pod starts: a file that is not
+	 * there yet is read when it comes (dfile_get). */
+	char nerr[256];
+	r = dfile_open(&in->netstatus, "IMDS_NETWORK_STATUS_FILE", cfg->network_status_file, nerr,
+		       sizeof(nerr));
+	if (r < 0 && r != -ENOENT)
+		log_error("%s", nerr);
+	in->net_gen = 1;
 	return 0;
 }
 
@@ -88,8 +99,10 @@ void inst_close(struct instance *in)
 	metajson_free(&in->custom_kv);
 	blob_unref(in->custom_seen);
 	blob_unref(in->user_inline);
+	dfile_close(&in->netstatus);
+	blob_unref(in->ns_seen);
 	password_close(&in->pw);
-	in->custom_seen = in->user_inline = NULL;
+	in->custom_seen = in->user_inline = in->ns_seen = NULL;
 }
 
 struct blob *inst_user_data(struct instance *in)
@@ -122,4 +135,24 @@ struct inst_meta inst_meta(struct instance *in)
 		in->meta_gen++;
 	}
 	return (struct inst_meta){&in->keys, &in->custom_kv, in->custom_use, in->meta_gen};
+}
+
+struct inst_net inst_net(struct instance *in)
+{
+	struct blob *b = dfile_get(&in->netstatus);
+	if (b != in->ns_seen) {
+		char err[160];
+		blob_unref(in->ns_seen);
+		in->ns_seen = b ? blob_ref(b) : NULL;
+		in->ns.n = 0;
+		if (b && b->len && netstatus_parse(b->data, b->len, &in->ns, err, sizeof(err)) < 0)
+			log_error("network-status: IMDS_NETWORK_STATUS_FILE is not a Multus "
+				  "network-status document (%s); no interfaces are described", err);
+		in->net_gen++;
+	}
+	const char *ipv4 = NULL;
+	for (unsigned i = 0; i < in->ns.n && !ipv4; i++)
+		if (in->ns.nic[i].is_default && in->ns.nic[i].ipv4[0])
+			ipv4 = in->ns.nic[i].ipv4;
+	return (struct inst_net){&in->ns, ipv4, in->net_gen};
 }

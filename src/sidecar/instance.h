@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dfile.h"
 #include "metajson.h"
+#include "netstatus.h"
 #include "password.h"
 #include "sshkeys.h"
 
@@ -37,10 +38,20 @@ struct inst_meta {
 	uint64_t gen;
 };
 
+/* The pod's interfaces (Multus network-status) and the generation of
+ * this content.  ipv4: the default network's first IPv4, the address the
+ * cluster reaches the VM at (NULL: not known). */
+struct inst_net {
+	const struct netstatus *ns;
+	const char *ipv4;
+	uint64_t gen;
+};
+
 struct instance {
 	const struct imds_config *cfg;
 	char iid[600];             /* IMDS_INSTANCE_ID, or <namespace>-<vmName> */
 	const char *hostname;      /* the VM name */
+	const char *instance_type; /* IMDS_INSTANCE_TYPE, or "kubevirt" */
 	struct blob *user_inline;  /* IMDS_USER_DATA */
 	struct dfile user, vendor, netcfg;
 	struct sshkeys keys;       /* IMDS_SSH_KEYS_DIR */
@@ -49,6 +60,10 @@ struct instance {
 	struct metajson custom_kv;
 	enum inst_custom_use custom_use[METAJSON_MAX_KEYS];
 	uint64_t meta_gen;
+	struct dfile netstatus;    /* IMDS_NETWORK_STATUS_FILE: may appear late */
+	struct blob *ns_seen;      /* the bytes ns was parsed from */
+	struct netstatus ns;
+	uint64_t net_gen;
 	struct password pw;        /* posted by the guest (password.c) */
 };
 
@@ -64,5 +79,9 @@ struct blob *inst_network_config(struct instance *in);
 /* The keys and custom keys, re-read first when their sources changed (one
  * lstat and one stat). */
 struct inst_meta inst_meta(struct instance *in);
+/* The pod's interfaces, re-read first when the network-status file
+ * changed (one stat).  A document that does not parse leaves none, logged
+ * once per change. */
+struct inst_net inst_net(struct instance *in);
 
 #endif

@@ -10,10 +10,13 @@
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
+/* What Nova lists for a version: the password from 2013-04-04 (GRIZZLY),
+ * vendor_data2.json from 2016-10-06 (NEWTON_TWO) on. */
 static const char files[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n";
-/* Nova has the password from 2013-04-04 on. */
 static const char files_pw[] =
 	"meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\n";
+static const char files_vd2[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n"
+				"password\nvendor_data2.json\n";
 
 int os_version_ok(const char *v, size_t n)
 {
@@ -27,10 +30,22 @@ int os_version_ok(const char *v, size_t n)
 	return 1;
 }
 
+static int from(const char *v, size_t n, const char *date);
+
 int os_password_version_ok(const char *v, size_t n)
 {
+	return from(v, n, "2013-04-04");
+}
+
+static int from(const char *v, size_t n, const char *date)
+{
 	return os_version_ok(v, n) &&
-	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, "2013-04-04", 10) >= 0));
+	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, date, 10) >= 0));
+}
+
+int os_vendor_data2_version_ok(const char *v, size_t n)
+{
+	return from(v, n, "2016-10-06");
 }
 
 /* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
@@ -41,6 +56,39 @@ static void key_name(struct sbuf *b, const struct sshkey *k)
 		sbuf_printf(b, "-%u", k->nth);
 }
 
+static int is_rsa(const struct sshkey *k)
+{
+	return strncmp(k->line, "ssh-rsa ", 8) == 0;
+}
+
+/* The keys this layout lists, into sel (indexes into keys); their count.
+ * Said in the log when the instance's keys changed (rendering). */
+static unsigned pick_keys(const struct instance *in, const struct sshkeys *keys, unsigned *sel)
+{
+	const char *want = in->cfg->password_key;
+	unsigned n = 0;
+	if (!want) {
+		for (unsigned i = 0; i < keys->n; i++)
+			sel[n++] = i;
+		if (n > 1 || (n == 1 && !is_rsa(&keys->k[0])))
+			log_error("openstack: %u SSH key(s)%s: cloudbase-init encrypts the Windows password "
+				  "to an arbitrary one and fails on one that is not RSA; name the entry "
+				  "of the key to use with imds.kubevirt.io/password-key",
+				  n, n == 1 ? ", not RSA" : "");
+		return n;
+	}
+	for (unsigned i = 0; i < keys->n && !n; i++)
+		if (strcmp(keys->k[i].entry, want) == 0 && is_rsa(&keys->k[i]))
+			sel[n++] = i;
+	if (n)
+		log_info("openstack: listing the RSA key of entry '%s' alone (password-key), of %u SSH "
+			 "key(s)", want, keys->n);
+	else
+		log_error("openstack: password-key '%s': no ssh-rsa key in that entry of the SSH keys "
+			  "Secret; no key is listed (cloudbase-init will not post a password)", want);
+	return n;
+}
+
 /* meta_data.json as cloudbase-init and cloud-init read it: uuid is the
  * instance id, hostname/name the VM name.  0 or -ENOMEM. */
 static int render(struct openstack *os, const struct inst_meta *m)
@@ -49,7 +97,8 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	const struct sshkeys *keys = m->keys;
 	const struct metajson *cu = m->custom;
 	/* Worst case: every byte escaped (\u00XX, 6 bytes) twice over. */
-	size_t cap = 4096 + strlen(in->iid) * 12 + strlen(in->hostname) * 24;
+	size_t cap = 4096 + strlen(in->iid) * 12 + strlen(in->hostname) * 24 +
+		     strlen(in->instance_type) * 6 + (in->cfg->zone ? strlen(in->cfg->zone) * 6 : 0);
 	for (unsigned i = 0; i < keys->n; i++)
 		cap += (strlen(keys->k[i].entry) * 2 + strlen(keys->k[i].line) * 3) * 6 + 128;
 	for (size_t i = 0; i < cu->n; i++)
@@ -57,31 +106,39 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
+	unsigned sel[SSHKEYS_MAX];
+	unsigned nk = pick_keys(in, keys, sel);
 	struct sbuf b = SBUF_INIT(buf, cap);
 	sbuf_putc(&b, '{');
 	call_json_field(&b, "uuid", in->iid, 0);
 	call_json_field(&b, "name", in->hostname, 1);
 	call_json_field(&b, "hostname", in->hostname, 1);
 	call_json_field(&b, "project_id", in->cfg->ns, 1);
-	sbuf_puts(&b, ",\"availability_zone\":\"\",\"launch_index\":0,\"public_keys\":{");
-	for (unsigned i = 0; i < keys->n; i++) {
-		sbuf_puts(&b, i ? ",\"" : "\"");
-		key_name(&b, &keys->k[i]);
+	call_json_field(&b, "availability_zone", in->cfg->zone ? in->cfg->zone : "", 1);
+	/* Not Nova's, but read by Talos, which otherwise asks EC2's
+	 * instance-type for minutes when it is missing. */
+	call_json_field(&b, "instance_type", in->instance_type, 1);
+	sbuf_puts(&b, ",\"launch_index\":0,\"public_keys\":{");
+	for (unsigned j = 0; j < nk; j++) {
+		const struct sshkey *k = &keys->k[sel[j]];
+		sbuf_puts(&b, j ? ",\"" : "\"");
+		key_name(&b, k);
 		sbuf_puts(&b, "\":\"");
-		sbuf_json_escape(&b, keys->k[i].line, strlen(keys->k[i].line));
+		sbuf_json_escape(&b, k->line, strlen(k->line));
 		sbuf_putc(&b, '"');
 	}
 	sbuf_putc(&b, '}');
-	if (keys->n) /* as Nova: "keys" only for an instance with keys */
+	if (nk) /* as Nova: "keys" only for an instance with keys */
 		sbuf_puts(&b, ",\"keys\":[");
-	for (unsigned i = 0; i < keys->n; i++) {
-		sbuf_puts(&b, i ? ",{\"name\":\"" : "{\"name\":\"");
-		key_name(&b, &keys->k[i]);
+	for (unsigned j = 0; j < nk; j++) {
+		const struct sshkey *k = &keys->k[sel[j]];
+		sbuf_puts(&b, j ? ",{\"name\":\"" : "{\"name\":\"");
+		key_name(&b, k);
 		sbuf_puts(&b, "\",\"type\":\"ssh\",\"data\":\"");
-		sbuf_json_escape(&b, keys->k[i].line, strlen(keys->k[i].line));
+		sbuf_json_escape(&b, k->line, strlen(k->line));
 		sbuf_puts(&b, "\"}");
 	}
-	sbuf_puts(&b, keys->n ? "],\"meta\":{" : ",\"meta\":{");
+	sbuf_puts(&b, nk ? "],\"meta\":{" : ",\"meta\":{");
 	call_json_field(&b, "namespace", in->cfg->ns, 0);
 	call_json_field(&b, "vmName", in->hostname, 1);
 	for (size_t i = 0; i < cu->n; i++) {
@@ -117,6 +174,7 @@ void os_close(struct openstack *os)
 	blob_unref(os->meta);
 	blob_unref(os->vendor_src);
 	blob_unref(os->vendor_json);
+	blob_unref(os->net);
 	memset(os, 0, sizeof(*os));
 }
 
@@ -127,7 +185,9 @@ void os_versions(struct call *c)
 
 void os_files(struct call *c)
 {
-	if (os_password_version_ok(c->ver.p, c->ver.n))
+	if (os_vendor_data2_version_ok(c->ver.p, c->ver.n))
+		http_res_text(c->res, 200, "text/plain", files_vd2, sizeof(files_vd2) - 1);
+	else if (os_password_version_ok(c->ver.p, c->ver.n))
 		http_res_text(c->res, 200, "text/plain", files_pw, sizeof(files_pw) - 1);
 	else
 		http_res_text(c->res, 200, "text/plain", files, sizeof(files) - 1);
@@ -190,11 +250,86 @@ void os_vendor_data(struct call *c)
 	call_data(c, "application/json", os->vendor_json);
 }
 
+void os_vendor_data2(struct call *c)
+{
+	/* Nova's dynamic vendor data comes from external services; there are
+	 * none, and cloud-init reads {} as no vendor data. */
+	call_data_text(c, "application/json", "{}\n", 3);
+}
+
+/* A link id: the pod's interface name, which cloudbase-init gives the
+ * guest's adapter; "link<N>" when it has bytes an adapter name cannot. */
+static void link_id(struct sbuf *b, const struct netstatus_nic *nic, unsigned i)
+{
+	int ok = nic->iface[0] != '\0';
+	for (const char *p = nic->iface; *p && ok; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		     *p == '-' || *p == '_' || *p == '.';
+	if (ok)
+		sbuf_puts(b, nic->iface);
+	else
+		sbuf_printf(b, "link%u", i);
+}
+
+/* network_data.json from the pod's network-status: a link per interface
+ * of a secondary network (Multus), with its MAC, which is the VM's with
+ * the bridge and SR-IOV bindings; DHCP on it when the network gave it an
+ * IPv4 (KubeVirt's DHCP then hands that address to the guest).  The pod
+ * network's interface is left out: the MAC there is the pod's, which the
+ * guest does not have with masquerade (the default) or passt, and a link
+ * no adapter matches stops cloud-init and cloudbase-init. */
+static int render_net(struct openstack *os, const struct inst_net *net)
+{
+	const struct netstatus *ns = net->ns;
+	size_t cap = 256 + (size_t)ns->n * (NETSTATUS_NAME_MAX * 6 + NETSTATUS_IFACE_MAX * 2 + 256);
+	char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	struct sbuf b = SBUF_INIT(buf, cap);
+	unsigned nl = 0, nn = 0;
+	sbuf_puts(&b, "{\"links\":[");
+	for (unsigned i = 0; i < ns->n; i++) {
+		const struct netstatus_nic *nic = &ns->nic[i];
+		if (nic->is_default || !nic->has_mac)
+			continue;
+		sbuf_puts(&b, nl++ ? ",{\"id\":\"" : "{\"id\":\"");
+		link_id(&b, nic, i);
+		sbuf_printf(&b, "\",\"type\":\"phy\",\"ethernet_mac_address\":"
+				"\"%02x:%02x:%02x:%02x:%02x:%02x\"",
+			    nic->mac[0], nic->mac[1], nic->mac[2], nic->mac[3], nic->mac[4], nic->mac[5]);
+		call_json_field(&b, "vif_id", nic->name, 1);
+		sbuf_putc(&b, '}');
+	}
+	sbuf_puts(&b, "],\"networks\":[");
+	for (unsigned i = 0; i < ns->n; i++) {
+		const struct netstatus_nic *nic = &ns->nic[i];
+		if (nic->is_default || !nic->has_mac || !nic->ipv4[0])
+			continue;
+		sbuf_printf(&b, "%s{\"id\":\"network%u\",\"type\":\"ipv4_dhcp\",\"link\":\"",
+			    nn++ ? "," : "", i);
+		link_id(&b, nic, i);
+		sbuf_putc(&b, '"');
+		call_json_field(&b, "network_id", nic->name, 1);
+		sbuf_putc(&b, '}');
+	}
+	sbuf_puts(&b, "],\"services\":[]}\n");
+	struct blob *j = call_render(&b);
+	free(buf);
+	if (!j)
+		return -ENOMEM;
+	blob_unref(os->net);
+	os->net = j;
+	os->net_gen = net->gen;
+	return 0;
+}
+
 void os_network_data(struct call *c)
 {
-	/* network-config is cloud-init YAML (v1/v2), which has no OpenStack
-	 * form without a YAML parser; guests of this layout (Windows) take
-	 * DHCP, so an empty network_data is exact. */
-	static const char empty[] = "{\"links\":[],\"networks\":[],\"services\":[]}\n";
-	call_data_text(c, "application/json", empty, sizeof(empty) - 1);
+	struct openstack *os = c->self;
+	struct inst_net net = inst_net(os->inst);
+	if ((net.gen != os->net_gen || !os->net) && render_net(os, &net) < 0 && !os->net) {
+		http_res_error(c->res, 500, "internal", "out of memory");
+		return;
+	}
+	call_data(c, "application/json", os->net);
 }

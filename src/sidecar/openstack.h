@@ -6,8 +6,17 @@
  * meta_data.json (uuid = the instance id, name and hostname = the VM name,
  * public_keys and keys from the SSH keys, the custom keys under "meta"),
  * user_data (404 when none, as Nova), vendor_data.json (the vendor-data in
- * its "cloud-init" key), network_data.json, and from 2013-04-04 the
- * password (password.c). */
+ * its "cloud-init" key), network_data.json (a link per secondary network
+ * of the pod, with DHCP where the network has an address), from 2013-04-04
+ * the password (password.c), from 2016-10-06 vendor_data2.json (Nova's
+ * dynamic vendor data: none here).
+ *
+ * The password: cloudbase-init encrypts the one it generates to the first
+ * of list(set(keys)), an arbitrary one of several, and fails after it
+ * changed the password when that key is not RSA.  With IMDS_PASSWORD_KEY
+ * (imds.kubevirt.io/password-key) naming an entry of the SSH keys Secret,
+ * this layout lists that entry's first ssh-rsa key alone; without it, an
+ * ambiguous choice (several keys, or one not RSA) is logged. */
 #ifndef IMDS_OPENSTACK_H
 #define IMDS_OPENSTACK_H
 
@@ -23,6 +32,8 @@ struct openstack {
 	uint64_t gen;
 	struct blob *vendor_src;  /* the vendor-data vendor_json was made of (a reference) */
 	struct blob *vendor_json;
+	struct blob *net;         /* network_data.json as rendered for net_gen */
+	uint64_t net_gen;
 };
 
 /* Renders meta_data.json once.  0 or -ENOMEM. */
@@ -33,6 +44,8 @@ void os_close(struct openstack *os);
  * 2013-04-04 on. */
 int os_version_ok(const char *v, size_t n);
 int os_password_version_ok(const char *v, size_t n);
+/* ... vendor_data2.json from 2016-10-06 (Nova's NEWTON_TWO) on. */
+int os_vendor_data2_version_ok(const char *v, size_t n);
 
 struct call;
 /* Handlers; c->self is the struct openstack, c->ver the version. */
@@ -41,6 +54,7 @@ void os_files(struct call *c);
 void os_meta_data(struct call *c);
 void os_user_data(struct call *c);
 void os_vendor_data(struct call *c);
+void os_vendor_data2(struct call *c);
 void os_network_data(struct call *c);
 
 #endif

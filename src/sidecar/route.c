@@ -44,6 +44,17 @@ const struct route *route_find(const struct route *t, size_t n, const char *path
 	return NULL;
 }
 
+size_t route_merge_slashes(const char *path, size_t n, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (path[i] == '/' && o && out[o - 1] == '/')
+			continue;
+		out[o++] = path[i];
+	}
+	return o;
+}
+
 unsigned route_method_bit(enum http_method m)
 {
 	switch (m) {

@@ -56,6 +56,11 @@ struct route {
 const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
 			       struct http_span *ver, struct http_span *rest);
 
+/* path[0..n) with every run of '/' made one (nginx's merge_slashes, on by
+ * default there: "/v1//meta-data" is "/v1/meta-data"), into out (room for
+ * n bytes; it may be path itself).  The length written. */
+size_t route_merge_slashes(const char *path, size_t n, char *out);
+
 /* The route_method bit of an HTTP method; 0 for others. */
 unsigned route_method_bit(enum http_method m);
 

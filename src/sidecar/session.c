@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -62,17 +63,14 @@ int session_new(struct sessions *ss, unsigned ttl, uint64_t now_us, const char *
 	return 0;
 }
 
-int session_check(const struct sessions *ss, const struct http_request *req)
+/* 1 when t is a live session's token. */
+static int known(const struct sessions *ss, const struct http_span *t, uint64_t now_us)
 {
-	int many;
-	const struct http_span *t = call_header(req, "x-metadata-token", &many);
-	if (!t)
+	if (t->n != SESSION_TOKEN_LEN)
 		return 0;
-	if (many || t->n != SESSION_TOKEN_LEN)
-		return -1;
 	for (unsigned i = 0; i < ss->used; i++) {
 		const struct session *s = &ss->s[i];
-		if (s->expires_us <= req->start_us)
+		if (s->expires_us <= now_us)
 			continue;
 		unsigned char diff = 0; /* the whole compare, whatever matches */
 		for (size_t k = 0; k < SESSION_TOKEN_LEN; k++)
@@ -80,10 +78,28 @@ int session_check(const struct sessions *ss, const struct http_request *req)
 		if (!diff)
 			return 1;
 	}
-	return -1;
+	return 0;
 }
 
-void session_serve(struct call *c)
+int session_check(const struct sessions *ss, const struct http_request *req)
+{
+	/* Ours and EC2's name for it: each one presented must be good. */
+	static const char *const names[] = {"x-metadata-token", "x-aws-ec2-metadata-token"};
+	int found = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int many;
+		const struct http_span *t = call_header(req, names[i], &many);
+		if (!t)
+			continue;
+		if (many || !known(ss, t, req->start_us))
+			return -1;
+		found = 1;
+	}
+	return found;
+}
+
+/* A new session for the TTL in header hdr (echoed as Name). */
+static void serve(struct call *c, const char *hdr, const char *name)
 {
 	struct sessions *ss = c->self;
 	const struct http_request *req = c->req;
@@ -95,14 +111,15 @@ void session_serve(struct call *c)
 		return;
 	}
 	int many;
-	const struct http_span *h = call_header(req, "x-metadata-token-ttl-seconds", &many);
+	const struct http_span *h = call_header(req, hdr, &many);
 	char num[16];
 	unsigned ttl = 0;
 	if (!h || many || h->n == 0 || h->n >= sizeof(num) ||
 	    (memcpy(num, h->p, h->n), num[h->n] = '\0',
 	     config_parse_uint(num, 1, SESSION_TTL_MAX, &ttl) < 0)) {
-		http_res_error(res, 400, "bad_ttl",
-			       "X-Metadata-Token-TTL-Seconds: want one whole number of seconds, 1..21600");
+		char msg[128];
+		snprintf(msg, sizeof(msg), "%s: want one whole number of seconds, 1..21600", name);
+		http_res_error(res, 400, "bad_ttl", msg);
 		return;
 	}
 	const char *tok; /* in the table: it outlives the answer's write */
@@ -110,6 +127,16 @@ void session_serve(struct call *c)
 		http_res_error(res, 500, "internal", "no randomness for a session token");
 		return;
 	}
-	http_res_header(res, "X-Metadata-Token-TTL-Seconds", num);
+	http_res_header(res, name, num);
 	http_res_text(res, 200, "text/plain", tok, SESSION_TOKEN_LEN);
+}
+
+void session_serve(struct call *c)
+{
+	serve(c, "x-metadata-token-ttl-seconds", "X-Metadata-Token-TTL-Seconds");
+}
+
+void session_serve_ec2(struct call *c)
+{
+	serve(c, "x-aws-ec2-metadata-token-ttl-seconds", "X-aws-ec2-metadata-token-ttl-seconds");
 }

@@ -7,7 +7,9 @@
  * Invariants (abort on violation):
  *  - route_find picks the first route the reference matches, or none;
  *  - its captures are the reference's, and lie inside the path;
- *  - a literal route matches only its own bytes. */
+ *  - a literal route matches only its own bytes;
+ *  - route_merge_slashes leaves no "//", keeps every other byte in order,
+ *    keeps a leading '/', is idempotent, and gives the same in place. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,6 +115,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(strlen(r->pattern) == size && memcmp(r->pattern, p, size) == 0);
 	if (r && ver.p) /* the version is what the validator accepted */
 		CHECK(r->ver_ok(ver.p, ver.n));
+
+	char *m = malloc(size ? size : 1), *m2 = malloc(size ? size : 1);
+	if (!m || !m2)
+		abort();
+	size_t mn = route_merge_slashes(p, size, m);
+	CHECK(mn <= size);
+	for (size_t i = 1; i < mn; i++)
+		CHECK(!(m[i] == '/' && m[i - 1] == '/'));
+	size_t j = 0; /* the bytes that are not '/' come through, in order */
+	for (size_t i = 0; i < size; i++) {
+		if (p[i] == '/')
+			continue;
+		while (j < mn && m[j] == '/')
+			j++;
+		CHECK(j < mn && m[j] == p[i]);
+		j++;
+	}
+	while (j < mn && m[j] == '/')
+		j++;
+	CHECK(j == mn);
+	CHECK(!size || (p[0] == '/') == (m[0] == '/'));
+	CHECK(route_merge_slashes(m, mn, m2) == mn && memcmp(m, m2, mn) == 0);
+	memcpy(m2, p, size);
+	CHECK(route_merge_slashes(m2, size, m2) == mn && memcmp(m, m2, mn) == 0);
+	free(m);
+	free(m2);
 	free(p);
 	return 0;
 }
