@@ -20,6 +20,7 @@ struct review;
 #define ANN_TOKEN_AUDIENCE ANN "token-audience"
 #define ANN_TOKEN_EXPIRATION ANN "token-expiration"
 #define ANN_BRIDGE_NAME ANN "bridge-name"
+#define ANN_PASSWORD_KEY ANN "password-key"
 #define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
 #define ANN_META_DATA ANN "meta-data"
 #define ANN_HOP_LIMIT ANN "hop-limit"
@@ -35,7 +36,8 @@ struct review;
 /* The annotations a VM or VMI is checked for before its pod exists (the
  * pod's admission checks them again), so a mistake shows at `kubectl
  * apply`: meta-data (a JSON object of strings, no reserved key, each key
- * once) and the SSH keys Secret's name.  anns may be JV_NONE. */
+ * once), the SSH keys Secret's name and the password key (a key of that
+ * Secret).  anns may be JV_NONE. */
 void ann_check_data(struct review *a, uint32_t anns, const char *where);
 
 #endif
