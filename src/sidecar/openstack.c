@@ -70,11 +70,12 @@ static unsigned pick_keys(const struct instance *in, const struct sshkeys *keys,
 	if (!want) {
 		for (unsigned i = 0; i < keys->n; i++)
 			sel[n++] = i;
+		/* Only a Windows guest cares: a note, not an error. */
 		if (n > 1 || (n == 1 && !is_rsa(&keys->k[0])))
-			log_error("openstack: %u SSH key(s)%s: cloudbase-init encrypts the Windows password "
-				  "to an arbitrary one and fails on one that is not RSA; name the entry "
-				  "of the key to use with imds.kubevirt.io/password-key",
-				  n, n == 1 ? ", not RSA" : "");
+			log_info("openstack: %u SSH key(s)%s: on Windows, cloudbase-init encrypts its "
+				 "password to an arbitrary one and fails on one that is not RSA; "
+				 "imds.kubevirt.io/password-key names the entry of the key to use",
+				 n, n == 1 ? ", not RSA" : "");
 		return n;
 	}
 	for (unsigned i = 0; i < keys->n && !n; i++)
