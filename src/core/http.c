@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "http_conn.h"
 #include "log.h"
 #include "sbuf.h"
 
@@ -21,11 +22,6 @@
  * must not touch it again); every other step returns 0, or -1 for "close
  * this connection now", and its caller frees it.  Public functions return
  * 0 or -errno. */
-
-/* Timeout lists.  Every connection is on exactly one; since all entries of a
- * list share one duration, appending keeps each list sorted by deadline and
- * the earliest deadline is always a list head: O(1) timeouts, no heap. */
-enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_PARKED, L_COUNT };
 
 /* Lingering close, as nginx's lingering_close: after an error answer the
  * client may still be sending (a body over the cap, the rest of a bad
@@ -40,69 +36,6 @@ enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_PARKED, L_COUNT };
  * level-triggered loop would wake at once, forever.  Listeners pause until
  * a connection closes, or this long at most (descriptors freed elsewhere). */
 #define ACCEPT_PAUSE_MS 100
-
-struct conn {
-	int fd;
-	struct http_server *srv;
-	void *tr;               /* transport state (TLS), NULL for plain */
-	int want;               /* what the transport waits for to go on reading */
-	enum conn_list list;
-	struct conn *prev, *next;
-	uint64_t deadline;
-	int started;            /* bytes of the current request seen */
-	uint64_t req_us;        /* when the current request's bytes began */
-	int close_after;        /* close once output drains */
-	int linger;             /* ... and drain input first (after an error answer) */
-	int lingering;          /* answered; reading and dropping input until EOF */
-	size_t lingered;        /* bytes dropped so far */
-	int parked;             /* its request waits (res->park), held in `in` */
-	int park_expired;       /* ... and its wait is over */
-	uint64_t park_deadline; /* ms */
-	char *in;               /* held input: partial or pipelined requests */
-	size_t in_len, in_cap;
-	char *out;              /* unsent response bytes */
-	size_t out_len, out_off;
-	struct blob *blob;      /* unsent body held by reference */
-	size_t blob_off;
-	struct sockaddr_storage peer;
-};
-
-struct listener {
-	int fd;
-	struct listener *next;
-};
-
-struct clist {
-	struct conn *head, *tail;
-};
-
-struct http_server {
-	struct loop *loop;
-	const struct http_transport *tr;
-	struct http_limits lim;
-	http_handler *handler;
-	http_logger *logger;
-	void *ud;
-	struct listener *listeners;
-	uint64_t accept_paused_until; /* 0: accepting */
-	int fd_starved;         /* an EMFILE episode is going on (logged once) */
-	struct clist lists[L_COUNT];
-	unsigned nconns;
-	unsigned nparked;
-	int timer_fd;
-	uint64_t timer_at;
-	int draining;
-	void (*drained)(void *);
-	void *drained_ud;
-	struct http_parser *parser;
-	struct http_request req; /* the one being handled: requests go one at a time */
-	struct http_response res;
-	char *scratch;
-	size_t scratch_cap;
-	char head[1024];
-	time_t date_sec;
-	char date[40];
-};
 
 /* ---- request helpers ---------------------------------------------------- */
 
@@ -216,7 +149,7 @@ static void conn_move(struct http_server *s, struct conn *c, enum conn_list to, 
 
 static void accept_resume(struct http_server *s);
 
-static void conn_free(struct http_server *s, struct conn *c)
+void conn_free(struct http_server *s, struct conn *c)
 {
 	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
 	if (c->parked)
@@ -460,7 +393,7 @@ static int respond_error(struct http_server *s, struct conn *c, int status, cons
 
 /* Handles the requests in data[0..len).  Returns the bytes consumed, or -1
  * when the connection must be dropped at once. */
-static ssize_t process(struct http_server *s, struct conn *c, const char *data, size_t len)
+ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, size_t len)
 {
 	size_t off = 0;
 	while (off < len && !c->close_after && !c->out && !c->blob) {
@@ -490,19 +423,10 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 			/* Not consumed: the bytes stay held and are parsed again. */
 			blob_unref(res->blob);
 			res->blob = NULL;
-			if (!c->parked) {
-				c->parked = 1;
-				c->park_deadline = loop_now_ms(s->loop) + res->park_ms;
-				s->nparked++;
-			}
-			c->park_expired = 0;
+			park_hold(s, c, res->park_ms);
 			break;
 		}
-		if (c->parked) {
-			c->parked = 0;
-			c->park_expired = 0;
-			s->nparked--;
-		}
+		park_release(s, c);
 		off += used;
 		c->started = 0;
 		c->req_us = loop_clock_us();
@@ -515,7 +439,7 @@ static ssize_t process(struct http_server *s, struct conn *c, const char *data, 
 }
 
 /* Keeps data[0..len) as held input of c (data may be c->in itself). */
-static int hold(struct conn *c, const char *data, size_t len, size_t cap)
+int conn_hold(struct conn *c, const char *data, size_t len, size_t cap)
 {
 	if (len == 0) {
 		free(c->in);
@@ -553,7 +477,7 @@ static int linger_start(struct http_server *s, struct conn *c, uint64_t now)
 	if (c->lingering)
 		return 0;
 	c->lingering = 1;
-	hold(c, NULL, 0, 0);
+	conn_hold(c, NULL, 0, 0);
 	/* TLS says close_notify first; the records the client still sends are
 	 * then dropped undecrypted. */
 	if (c->tr && s->tr && s->tr->shutdown)
@@ -592,7 +516,7 @@ done:
 
 /* After I/O: put c on the list its state asks for, or close it. */
 /* Returns 1 while c lives, 0 once it was freed. */
-static int settle(struct http_server *s, struct conn *c)
+int conn_settle(struct http_server *s, struct conn *c)
 {
 	uint64_t now = loop_now_ms(s->loop);
 	if (c->out || c->blob) {
@@ -641,7 +565,7 @@ static int settle(struct http_server *s, struct conn *c)
 	return 1;
 }
 
-static size_t in_cap_limit(const struct http_server *s)
+size_t conn_in_cap_limit(const struct http_server *s)
 {
 	return s->lim.max_head + s->lim.max_body + 1;
 }
@@ -655,7 +579,7 @@ static int conn_read(struct http_server *s, struct conn *c)
 		buf = s->scratch;
 		cap = s->scratch_cap;
 	} else {
-		size_t limit = in_cap_limit(s) + s->scratch_cap;
+		size_t limit = conn_in_cap_limit(s) + s->scratch_cap;
 		if (c->in_cap - c->in_len < 4096 && c->in_cap < limit) {
 			size_t ncap = c->in_cap * 2;
 			if (ncap > limit)
@@ -680,8 +604,8 @@ static int conn_read(struct http_server *s, struct conn *c)
 			conn_free(s, c);
 			return 0;
 		}
-		hold(c, NULL, 0, 0);
-		return settle(s, c);
+		conn_hold(c, NULL, 0, 0);
+		return conn_settle(s, c);
 	}
 	ssize_t n;
 	c->want = 0;
@@ -712,19 +636,19 @@ static int conn_read(struct http_server *s, struct conn *c)
 		return 1;
 	}
 	size_t total = have + (size_t)n;
-	ssize_t used = process(s, c, buf, total);
+	ssize_t used = conn_process(s, c, buf, total);
 	if (used < 0) {
 		conn_free(s, c);
 		return 0;
 	}
 	if (!c->close_after &&
-	    hold(c, buf + used, total - (size_t)used, in_cap_limit(s) + s->scratch_cap) < 0) {
+	    conn_hold(c, buf + used, total - (size_t)used, conn_in_cap_limit(s) + s->scratch_cap) < 0) {
 		conn_free(s, c);
 		return 0;
 	}
 	if (c->close_after)
-		hold(c, NULL, 0, 0);
-	return settle(s, c);
+		conn_hold(c, NULL, 0, 0);
+	return conn_settle(s, c);
 }
 
 static void conn_io(struct loop *l, int fd, void *data, int mask)
@@ -752,14 +676,14 @@ static void conn_io(struct loop *l, int fd, void *data, int mask)
 		if (r == 0) {
 			/* Answer pipelined requests that waited behind this write. */
 			if (c->in_len && !c->close_after) {
-				ssize_t used = process(s, c, c->in, c->in_len);
-				if (used < 0 || hold(c, c->in + used, c->in_len - (size_t)used,
-						     in_cap_limit(s)) < 0) {
+				ssize_t used = conn_process(s, c, c->in, c->in_len);
+				if (used < 0 || conn_hold(c, c->in + used, c->in_len - (size_t)used,
+						     conn_in_cap_limit(s)) < 0) {
 					conn_free(s, c);
 					return;
 				}
 			}
-			int alive = settle(s, c);
+			int alive = conn_settle(s, c);
 			while (alive && s->tr && s->tr->pending && !c->out && !c->blob &&
 			       !c->close_after && s->tr->pending(c->tr))
 				alive = conn_read(s, c);
@@ -887,37 +811,6 @@ static void on_accept(struct loop *l, int lfd, void *data, int mask)
 	}
 }
 
-/* Runs a waiting request again.  1 while c lives, 0 once freed. */
-static int unpark(struct http_server *s, struct conn *c)
-{
-	ssize_t used = process(s, c, c->in, c->in_len);
-	if (used < 0) {
-		conn_free(s, c);
-		return 0;
-	}
-	if (!c->close_after && hold(c, c->in + used, c->in_len - (size_t)used,
-				    in_cap_limit(s) + s->scratch_cap) < 0) {
-		conn_free(s, c);
-		return 0;
-	}
-	if (c->close_after)
-		hold(c, NULL, 0, 0);
-	return settle(s, c);
-}
-
-void http_server_wake(struct http_server *s)
-{
-	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
-		nx = c->next;
-		unpark(s, c);
-	}
-}
-
-unsigned http_server_parked(const struct http_server *s)
-{
-	return s->nparked;
-}
-
 static void on_timer(struct loop *l, int fd, void *data, int mask)
 {
 	(void)mask;
@@ -933,16 +826,9 @@ static void on_timer(struct loop *l, int fd, void *data, int mask)
 		else
 			next = s->accept_paused_until;
 	}
-	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
-		nx = c->next;
-		if (c->deadline <= now) {
-			c->park_expired = 1;
-			if (unpark(s, c) && c->parked)
-				conn_free(s, c); /* the handler must answer once expired */
-		} else if (!next || c->deadline < next) {
-			next = c->deadline;
-		}
-	}
+	uint64_t parked_next = park_expire(s, now);
+	if (parked_next && (!next || parked_next < next))
+		next = parked_next;
 	for (int i = 0; i < L_COUNT; i++) {
 		struct clist *cl = &s->lists[i];
 		if (i == L_PARKED)
@@ -1074,12 +960,7 @@ void http_server_drain(struct http_server *s, void (*done)(void *), void *ud)
 	while (s->lists[L_IDLE].head) /* conn_free unlinks it (see on_timer) */
 		conn_free(s, s->lists[L_IDLE].head); // NOLINT(clang-analyzer-unix.Malloc)
 	/* Waiting requests are answered now, with what there is. */
-	for (struct conn *w = s->lists[L_PARKED].head, *nx; w; w = nx) {
-		nx = w->next;
-		w->park_expired = 1;
-		if (unpark(s, w) && w->parked)
-			conn_free(s, w);
-	}
+	park_drain(s);
 	struct conn *c = s->lists[L_READING].head;
 	while (c) {
 		struct conn *next = c->next;

@@ -49,6 +49,23 @@ static int identity_ok(const char *name, const char *v, char *err, size_t errlen
 	return 0;
 }
 
+/* A key of a Secret (the name of a file in its volume): [-._a-zA-Z0-9],
+ * at most 253 bytes, not "." or "..". */
+static int secret_key_ok(const char *name, const char *v, char *err, size_t errlen)
+{
+	size_t n = strlen(v);
+	int ok = n <= 253 && strcmp(v, ".") != 0 && strcmp(v, "..") != 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+		     (v[i] >= '0' && v[i] <= '9') || v[i] == '-' || v[i] == '_' || v[i] == '.';
+	if (!ok) {
+		snprintf(err, errlen, "%s: '%.64s' is not a Secret key ([-._a-zA-Z0-9], at most 253)",
+			 name, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int uint_var(const char *name, unsigned min, unsigned max, unsigned *out, const char *want,
 		    char *err, size_t errlen)
 {
@@ -116,6 +133,10 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->ssh_keys_dir = env("IMDS_SSH_KEYS_DIR");
 	c->meta_data_file = env("IMDS_META_DATA_FILE");
 	c->state_dir = env("IMDS_STATE_DIR");
+	c->password_key = env("IMDS_PASSWORD_KEY");
+	c->instance_type = env("IMDS_INSTANCE_TYPE");
+	c->zone = env("IMDS_AVAILABILITY_ZONE");
+	c->region = env("IMDS_REGION");
 	c->rate_limit = IMDS_DEFAULT_RATE;
 	c->hop_limit = IMDS_DEFAULT_HOP_LIMIT;
 
@@ -131,8 +152,18 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	    identity_ok("IMDS_VM_NAME", c->vm_name, err, errlen) < 0 ||
 	    identity_ok("IMDS_POD_NAME", c->pod_name, err, errlen) < 0 ||
 	    identity_ok("IMDS_SA_NAME", c->sa_name, err, errlen) < 0 ||
-	    identity_ok("IMDS_INSTANCE_ID", c->instance_id, err, errlen) < 0)
+	    identity_ok("IMDS_INSTANCE_ID", c->instance_id, err, errlen) < 0 ||
+	    identity_ok("IMDS_INSTANCE_TYPE", c->instance_type, err, errlen) < 0 ||
+	    identity_ok("IMDS_AVAILABILITY_ZONE", c->zone, err, errlen) < 0 ||
+	    identity_ok("IMDS_REGION", c->region, err, errlen) < 0)
 		return -EINVAL;
+	if (c->password_key && secret_key_ok("IMDS_PASSWORD_KEY", c->password_key, err, errlen) < 0)
+		return -EINVAL;
+	if (c->password_key && !c->ssh_keys_dir) {
+		snprintf(err, errlen, "IMDS_PASSWORD_KEY: names an entry of IMDS_SSH_KEYS_DIR, which is "
+				      "not set");
+		return -EINVAL;
+	}
 	if (c->token_path[0] != '/') {
 		snprintf(err, errlen, "IMDS_TOKEN_PATH: must be an absolute path, got '%.100s'",
 			 c->token_path);

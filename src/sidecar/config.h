@@ -33,6 +33,9 @@ struct imds_config {
 	const char *ssh_keys_dir;        /* a Secret of OpenSSH public keys */
 	const char *meta_data_file;      /* custom meta-data, a JSON object of strings */
 	const char *state_dir;           /* survives restarts (emptyDir): the password */
+	const char *password_key;        /* the SSH keys entry cloudbase-init encrypts to */
+	const char *instance_type;       /* NULL: "kubevirt" */
+	const char *zone, *region;       /* placement, when known */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
 	int session_required;            /* IMDS_SESSION=required */

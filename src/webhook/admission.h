@@ -29,6 +29,10 @@ struct ifc_plugin;
 #define ADMISSION_MAX_VALUES 100000
 
 #define ADMISSION_SERIAL "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
+/* imds.kubevirt.io/serial-form: nocloud-net (Talos); discovery.h. */
+#define ADMISSION_SERIAL_NET "ds=nocloud-net;s=http://169.254.169.254/v1/"
+/* imds.kubevirt.io/dmi-chassis: the chassis manufacturer; discovery.h. */
+#define ADMISSION_CHASSIS_VENDOR "kubevirt-imds"
 
 /* The cluster-wide vendor-data goes into an annotation beside the pod's own
  * (256 KiB for all of them). */

@@ -69,6 +69,17 @@ out:
 void ann_check_data(struct review *a, uint32_t anns, const char *where)
 {
 	char q[64];
+	struct str pk = rv_str(a, anns, ANN_PASSWORD_KEY, where);
+	if (pk.p && (!k8s_secret_key_ok(pk) || !rv_str(a, anns, ANN_SSH_KEYS_SECRET, where).p))
+		rv_fail(a, RV_DENY, "%s: %s must be a key of the Secret %s names", ANN_PASSWORD_KEY,
+		     rv_shown(pk, q, sizeof(q)), ANN_SSH_KEYS_SECRET);
+	struct str sf = rv_str(a, anns, ANN_SERIAL_FORM, where);
+	if (sf.p && !str_is(sf, "nocloud") && !str_is(sf, "nocloud-net"))
+		rv_fail(a, RV_DENY, "%s: want nocloud or nocloud-net, got %s", ANN_SERIAL_FORM,
+		     rv_shown(sf, q, sizeof(q)));
+	struct str dc = rv_str(a, anns, ANN_DMI_CHASSIS, where);
+	if (dc.p && !str_is(dc, "true") && !str_is(dc, "false"))
+		rv_fail(a, RV_DENY, "%s: want true or false, got %s", ANN_DMI_CHASSIS, rv_shown(dc, q, sizeof(q)));
 	struct str v = rv_str(a, anns, ANN_META_DATA, where);
 	if (v.p)
 		check_meta_data(a, v);

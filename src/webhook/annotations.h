@@ -20,6 +20,9 @@ struct review;
 #define ANN_TOKEN_AUDIENCE ANN "token-audience"
 #define ANN_TOKEN_EXPIRATION ANN "token-expiration"
 #define ANN_BRIDGE_NAME ANN "bridge-name"
+#define ANN_SERIAL_FORM ANN "serial-form"
+#define ANN_DMI_CHASSIS ANN "dmi-chassis"
+#define ANN_PASSWORD_KEY ANN "password-key"
 #define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
 #define ANN_META_DATA ANN "meta-data"
 #define ANN_HOP_LIMIT ANN "hop-limit"
@@ -36,7 +39,8 @@ struct review;
 /* The annotations a VM or VMI is checked for before its pod exists (the
  * pod's admission checks them again), so a mistake shows at `kubectl
  * apply`: meta-data (a JSON object of strings, no reserved key, each key
- * once) and the SSH keys Secret's name.  anns may be JV_NONE. */
+ * once), the SSH keys Secret's name, the password key (a key of that
+ * Secret), the serial's form and the chassis switch.  anns may be JV_NONE. */
 void ann_check_data(struct review *a, uint32_t anns, const char *where);
 
 /* A VirtualMachine's own imds.kubevirt.io/... annotations that its template

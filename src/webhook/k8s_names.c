@@ -55,3 +55,17 @@ int k8s_ifname_ok(struct str s)
 	}
 	return 1;
 }
+
+/* A key of a Secret or ConfigMap (apimachinery's IsConfigMapKey). */
+int k8s_secret_key_ok(struct str s)
+{
+	if (s.n == 0 || s.n > 253 || str_is(s, ".") || str_is(s, ".."))
+		return 0;
+	for (size_t i = 0; i < s.n; i++) {
+		char c = s.p[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		      c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}

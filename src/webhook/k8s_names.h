@@ -15,6 +15,9 @@ int k8s_utf8_ok(const char *s, size_t n);
 int k8s_identity_ok(struct str s);
 /* A Secret or ConfigMap name: a DNS-1123 subdomain. */
 int k8s_dns1123_subdomain(struct str s);
+/* A key of a Secret or ConfigMap (a file name in its volume):
+ * [-._a-zA-Z0-9]{1,253}, not "." or "..". */
+int k8s_secret_key_ok(struct str s);
 /* A Linux interface name, as the kernel's dev_valid_name() takes it. */
 int k8s_ifname_ok(struct str s);
 

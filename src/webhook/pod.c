@@ -122,7 +122,7 @@ struct pod {
 	char audir[MAX_AUDIENCES][256];
 	size_t naud;
 	enum ud_source ud;
-	struct str secret, configmap, instance_id, bridge, vm_name, ssh_secret;
+	struct str secret, configmap, instance_id, bridge, vm_name, ssh_secret, password_key;
 	int meta_data;       /* imds.kubevirt.io/meta-data is set (and valid) */
 	struct str hop_limit; /* 1..64, as written */
 	struct str session;   /* optional or required */
@@ -259,6 +259,7 @@ static void pod_settings(struct review *a, struct pod *p, uint32_t labels)
 	}
 	p->ssh_secret = ann(a, p->anns, ANN_SSH_KEYS_SECRET);
 	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
+	p->password_key = ann(a, p->anns, ANN_PASSWORD_KEY); /* checked by ann_check_data */
 
 	p->instance_id = ann(a, p->anns, ANN_INSTANCE_ID);
 	if (p->instance_id.p && !k8s_identity_ok(p->instance_id))
@@ -428,6 +429,8 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 		env = jb_push(env, env_value("IMDS_INTERFACES", jb_strn(p->interfaces)));
 	if (p->ssh_secret.p)
 		env = jb_push(env, env_value("IMDS_SSH_KEYS_DIR", jb_str(SSH_KEYS_DIR)));
+	if (p->password_key.p)
+		env = jb_push(env, env_value("IMDS_PASSWORD_KEY", jb_strn(p->password_key)));
 	if (p->meta_data)
 		env = jb_push(env, env_value("IMDS_META_DATA_FILE", jb_str(PODINFO_DIR "/meta-data")));
 	env = jb_push(env, env_value("IMDS_STATE_DIR", jb_str(STATE_DIR)));

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "annotations.h"
+#include "discovery.h"
 #include "jbuild.h"
 #include "patch.h"
 #include "review.h"
@@ -88,6 +89,8 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 	static const char *const vmi_path[] = {"spec", "domain", "firmware"};
 	const char *const *path = vm ? vm_path : vmi_path;
 	size_t depth = vm ? 5 : 3;
+	const char *want = disc_serial(a, obj, vm);
+	disc_chassis(a, obj, vm);
 	char ptr[128], where[128] = "request.object";
 	struct sbuf pb = SBUF_INIT(ptr, sizeof(ptr));
 	uint32_t cur = obj;
@@ -98,7 +101,7 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 		patch_pointer_token(&pb, path[i], strlen(path[i]));
 		if (next == JV_NONE) {
 			/* Create the missing parents in one add: {"domain":{"firmware":{"serial":..}}} */
-			struct json_object *v = jb_obj("serial", jb_str(ADMISSION_SERIAL), JB_END);
+			struct json_object *v = jb_obj("serial", jb_str(want), JB_END);
 			for (size_t k = depth - 1; k > i; k--)
 				v = jb_obj(path[k], v, JB_END);
 			if (rv_add(a, ptr, v) == 0)
@@ -114,12 +117,12 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 		return;
 	sbuf_puts(&pb, "/serial");
 	if (!s.p) {
-		if (rv_add(a, ptr, jb_str(ADMISSION_SERIAL)) == 0)
+		if (rv_add(a, ptr, jb_str(want)) == 0)
 			rv_reason(a, "serial set");
 		return;
 	}
 	if (s.n == 0) {
-		if (rv_replace(a, ptr, jb_str(ADMISSION_SERIAL)) == 0)
+		if (rv_replace(a, ptr, jb_str(want)) == 0)
 			rv_reason(a, "serial set (was empty)");
 		return;
 	}
@@ -129,7 +132,7 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 	}
 	/* cloud-init takes the last ds= token: the user's serial (or the UUID
 	 * virt-api's own mutator fills in) survives in front of ours. */
-	size_t n = s.n + 1 + strlen(ADMISSION_SERIAL);
+	size_t n = s.n + 1 + strlen(want);
 	char *joined = malloc(n + 1);
 	if (!joined) {
 		rv_fail(a, RV_NOMEM, "out of memory");
@@ -137,7 +140,7 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 	}
 	memcpy(joined, s.p, s.n);
 	joined[s.n] = ' ';
-	memcpy(joined + s.n + 1, ADMISSION_SERIAL, strlen(ADMISSION_SERIAL) + 1);
+	memcpy(joined + s.n + 1, want, strlen(want) + 1);
 	if (rv_replace(a, ptr, json_object_new_string_len(joined, (int)n)) == 0)
 		rv_reason(a, "ds=nocloud appended to the serial");
 	free(joined);

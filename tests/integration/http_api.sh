@@ -38,7 +38,7 @@ printf '%s\n' "$STS" >"$TOK/sts/token"
 mkdir -p "$TEST_TMP/secret"
 printf 'not-for-guests' >"$TEST_TMP/secret/token"
 
-OSMETA='{"uuid":"default-testvm","name":"testvm","hostname":"testvm","project_id":"default","availability_zone":"","launch_index":0,"public_keys":{},"meta":{"namespace":"default","vmName":"testvm"}}'$'\n'
+OSMETA='{"uuid":"default-testvm","name":"testvm","hostname":"testvm","project_id":"default","availability_zone":"","instance_type":"kubevirt","launch_index":0,"public_keys":{},"meta":{"namespace":"default","vmName":"testvm"}}'$'\n'
 INLINE_UD=$'#cloud-config\nhostname: inline\nruncmd:\n  - [echo, "a \\"quoted\\" word & <tag>"]\n'
 
 # ---------------------------------------------------------------------------
@@ -192,8 +192,8 @@ raw_is_file "HEAD then GET on one connection: the GET answer follows the HEAD he
 
 echo "# unknown paths: a small 404 at once"
 want "HTTP/1.1 404 Not Found" "$J" "=$NOTFOUND"
-for p in /latest/meta-data/ /computeMetadata/v1/ '/metadata/instance?api-version=2021-02-01' / \
-	/v1 /v1/ /v1/meta-data/ /V1/meta-data /v1/meta-data/extra /openstackx /openstack/foo/meta_data.json \
+for p in /latest/meta-data/nope /computeMetadata/v1/ '/metadata/instance?api-version=2021-02-01' \
+	/latest/meta-data/iam/security-credentials/ /v1 /v1/ /v1/meta-data/ /V1/meta-data /v1/meta-data/extra /openstackx /openstack/foo/meta_data.json \
 	/openstack/latest/nope /openstack/2018-8-27/meta_data.json /healthz/; do
 	curl_is "GET $p: 404 not_found" "$U$p"
 done
@@ -210,9 +210,14 @@ FILES=$'meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n'
 want "HTTP/1.1 200 OK" text/plain "=$VERS"
 curl_is "GET /openstack: the version list" "$U/openstack"
 curl_is "GET /openstack/: the version list" "$U/openstack/"
+want "HTTP/1.1 200 OK" text/plain "=${FILES}password"$'\n'"vendor_data2.json"$'\n'
+curl_is "GET /openstack/latest/: the file list, with password and vendor_data2.json" "$U/openstack/latest/"
+curl_is "GET /openstack/2018-08-27: the same list" "$U/openstack/2018-08-27"
+curl_is "GET /openstack/2016-10-06/: the same list (Nova's vendor_data2.json from 2016-10-06 on)" \
+	"$U/openstack/2016-10-06/"
 want "HTTP/1.1 200 OK" text/plain "=${FILES}password"$'\n'
-curl_is "GET /openstack/latest/: the file list, with password" "$U/openstack/latest/"
-curl_is "GET /openstack/2018-08-27: the file list, with password" "$U/openstack/2018-08-27"
+curl_is "GET /openstack/2016-06-30/: the file list with password, before vendor_data2.json" \
+	"$U/openstack/2016-06-30/"
 want "HTTP/1.1 200 OK" text/plain "=$FILES"
 curl_is "GET /openstack/2012-08-10: the file list, no password before 2013-04-04" "$U/openstack/2012-08-10"
 want "HTTP/1.1 200 OK" "$J" "=$OSMETA"
@@ -425,6 +430,8 @@ want "HTTP/1.1 200 OK" text/plain "=" "Cache-Control: no-store"
 curl_is "POST the password: 200" --data-binary "$PW" "$U/openstack/2013-04-04/password"
 want "HTTP/1.1 409 Conflict" "$J" $'={"error":"password_exists","message":"a password is stored already"}\n' "Cache-Control: no-store"
 curl_is "POST again: 409" --data-binary "other" "$U/openstack/latest/password"
+curl_is "POST again through //openstack//latest//password (slashes merged, the body read): 409" \
+	--path-as-is --data-binary "other" "$U//openstack//latest//password"
 expect_eq "the password is logged once, for kubectl logs" 1 "$(grep -c "password: the guest stored its encrypted password (${#PW} bytes): $PW" "$SRV_LOG")"
 expect_eq "the README's pipeline decrypts it from the log with the owner's key" 'Adm1n-p4ss!' \
 	"$(grep 'encrypted password' "$SRV_LOG" | sed 's/.*): //' | base64 -d |

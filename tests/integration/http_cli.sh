@@ -170,7 +170,7 @@ raw "$L.1" "$P" 'send:GET /v1/meta-data HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
 	'send:GET /v1/token?audience=secret-aud HTTP/1.1\r\nHost: x\r\nMetadata: true\r\n\r\n' read:1 \
 	'send:GET /v1/token HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
 	'send:POST /v1/identity HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
-	'send:GET /latest/meta-data/ HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
+	'send:GET /latest/meta-data/nope HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
 	'send:GET /openstack/latest/user_data HTTP/1.1\r\nHost: x\r\n\r\n' read:1 \
 	'send:GET /v1/meta-data HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' read:1 eof:2
 expect_eq "10 requests on one connection answered" "1 200x5 400x1 405x1 404x1 200x2" "$R_ok $R_codes"
@@ -191,7 +191,7 @@ wantl=(
 	"T 127.0.0.1 GET /v1/token 200 $((${#SECRET_JWT} + 58)) Nus"
 	"T 127.0.0.1 GET /v1/token 400 73 Nus"
 	"T 127.0.0.1 POST /v1/identity 405 75 Nus"
-	"T 127.0.0.1 GET /latest/meta-data/ 404 47 Nus"
+	"T 127.0.0.1 GET /latest/meta-data/nope 404 47 Nus"
 	"T 127.0.0.1 GET /openstack/latest/user_data 200 $UD_LEN Nus"
 	"T 127.0.0.1 GET /v1/meta-data 200 51 Nus"
 )

@@ -130,6 +130,26 @@ static void test_names(void **state)
 	assert_false(k8s_identity_ok(s_of(long254)));
 	assert_true(k8s_utf8_ok("ok", 2));
 	assert_false(k8s_utf8_ok("\xc0\x80", 2)); /* overlong */
+
+	/* Secret keys (imds.kubevirt.io/password-key): every byte alone, then
+	 * the dot names and the length limit. */
+	for (int b = 0; b < 256; b++) {
+		char c = (char)b;
+		int want = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+			   b == '-' || b == '_';
+		if (k8s_secret_key_ok((struct str){&c, 1}) != want)
+			fail_msg("secret key of byte 0x%02x: %d", b, !want);
+	}
+	static const char *const key_ok[] = {"id_rsa.pub", "a..b", ".ssh", "..x", "ID-1_2.3"};
+	for (size_t i = 0; i < sizeof(key_ok) / sizeof(key_ok[0]); i++)
+		if (!k8s_secret_key_ok(s_of(key_ok[i])))
+			fail_msg("secret key '%s' refused", key_ok[i]);
+	static const char *const key_bad[] = {"", ".", "..", "a/b", "a b", "a=b", "a:b"};
+	for (size_t i = 0; i < sizeof(key_bad) / sizeof(key_bad[0]); i++)
+		if (k8s_secret_key_ok(s_of(key_bad[i])))
+			fail_msg("secret key '%s' accepted", key_bad[i]);
+	assert_true(k8s_secret_key_ok(s_of(long253)));
+	assert_false(k8s_secret_key_ok(s_of(long254)));
 }
 
 int main(void)

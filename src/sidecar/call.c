@@ -1,0 +1,159 @@
+#include "call.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sbuf.h"
+
+/* ---- answers ---------------------------------------------------------------- */
+
+void call_blob(struct call *c, const char *ctype, struct blob *b)
+{
+	struct http_response *res = c->res;
+	res->status = 200;
+	res->content_type = ctype;
+	if (b) {
+		res->blob = blob_ref(b); /* the core takes this reference */
+	} else {
+		res->body = "";
+		res->body_len = 0;
+	}
+}
+
+struct blob *call_render(const struct sbuf *b)
+{
+	return b->overflow ? NULL : blob_new(b->p, b->len);
+}
+
+void call_json_field(struct sbuf *b, const char *key, const char *v, int comma)
+{
+	sbuf_printf(b, "%s\"%s\":\"", comma ? "," : "", key);
+	if (v)
+		sbuf_json_escape(b, v, strlen(v));
+	sbuf_putc(b, '"');
+}
+
+/* ---- validators: ETag and If-None-Match (RFC 9110 §8.8.3, §13.1.2) ---------- */
+
+static void tag_text(uint64_t tag, char out[19])
+{
+	snprintf(out, 19, "\"%016llx\"", (unsigned long long)tag);
+}
+
+int call_inm_match(const struct http_request *req, uint64_t tag)
+{
+	char want[19];
+	tag_text(tag, want);
+	for (unsigned h = 0; h < req->nheaders; h++) {
+		struct http_span n = req->hname[h], v = req->hvalue[h];
+		if (n.n != 13 || strncasecmp(n.p, "if-none-match", 13) != 0)
+			continue;
+		size_t i = 0;
+		while (i < v.n) {
+			while (i < v.n && (v.p[i] == ' ' || v.p[i] == '\t' || v.p[i] == ','))
+				i++;
+			if (i == v.n)
+				break;
+			if (v.p[i] == '*')
+				return 1;
+			/* weak comparison: W/"x" matches "x" */
+			if (v.n - i >= 2 && v.p[i] == 'W' && v.p[i + 1] == '/')
+				i += 2;
+			if (i == v.n || v.p[i] != '"')
+				break; /* not an entity-tag: the field is ignored from here */
+			size_t j = i + 1;
+			while (j < v.n && v.p[j] != '"')
+				j++;
+			if (j == v.n)
+				break;
+			if (j + 1 - i == 18 && memcmp(v.p + i, want, 18) == 0)
+				return 1;
+			i = j + 1;
+		}
+	}
+	return 0;
+}
+
+/* A 200 with a validator, or 304 when the client has these bytes already. */
+static void tagged(struct call *c, uint64_t tag)
+{
+	struct http_response *res = c->res;
+	char t[19];
+	c->tag = tag;
+	tag_text(tag, t);
+	http_res_header(res, "ETag", t);
+	if (res->status == 200 && call_inm_match(c->req, tag)) {
+		res->status = 304;
+		res->content_type = NULL;
+		blob_unref(res->blob);
+		res->blob = NULL;
+		res->body = NULL;
+		res->body_len = 0;
+	}
+}
+
+void call_data(struct call *c, const char *ctype, struct blob *b)
+{
+	call_blob(c, ctype, b);
+	tagged(c, b ? blob_tag(b) : blob_hash("", 0));
+}
+
+void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
+{
+	http_res_text(c->res, 200, ctype, p, n);
+	tagged(c, blob_hash(p, n));
+}
+
+/* ---- reading the request ------------------------------------------------------ */
+
+const struct http_span *call_header(const struct http_request *req, const char *name, int *many)
+{
+	unsigned count = 0;
+	const struct http_span *v = http_req_header(req, name, &count);
+	*many = count > 1;
+	return v;
+}
+
+int call_forwarded(const struct http_request *req)
+{
+	return http_req_header(req, "x-forwarded-for", NULL) || http_req_header(req, "forwarded", NULL);
+}
+
+int call_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
+{
+	size_t klen = strlen(key);
+	size_t i = 0;
+	while (i <= qn) {
+		size_t end = i;
+		while (end < qn && q[end] != '&')
+			end++;
+		if (end - i > klen && memcmp(q + i, key, klen) == 0 && q[i + klen] == '=') {
+			size_t o = 0;
+			for (size_t j = i + klen + 1; j < end; j++) {
+				char ch = q[j];
+				if (ch == '%') {
+					if (j + 2 >= end)
+						return -EINVAL;
+					int a = sbuf_hexval(q[j + 1]), b = sbuf_hexval(q[j + 2]);
+					if (a < 0 || b < 0)
+						return -EINVAL;
+					ch = (char)(a << 4 | b);
+					j += 2;
+				} else if (ch == '+') {
+					ch = ' ';
+				}
+				if (o + 1 >= cap)
+					return -ENOSPC;
+				out[o++] = ch;
+			}
+			if (o >= cap)
+				return -ENOSPC; /* cap 0: not even room for the NUL */
+			out[o] = '\0';
+			return (int)o;
+		}
+		i = end + 1;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,44 @@
+/* ec2: the instance in the layout of AWS's instance metadata service, for
+ * afterburn (Fedora CoreOS, Flatcar), Talos' openstack platform, systemd's
+ * imdsd, cloudbase-init's EC2Service, AWS SDKs and cloud-init's EC2
+ * readers.
+ *
+ * /<version>/meta-data/ is a tree of listings (one name a line, a folder
+ * with a trailing '/') and leaves: hostname, instance-id, instance-type,
+ * local-hostname, local-ipv4 (when the network-status names the pod's
+ * address), placement/availability-zone and placement/region (when
+ * configured), public-keys/ as "N=<name>" with public-keys/N/openssh-key.
+ * /<version>/user-data is the user-data (404 when none, as EC2), and
+ * /<version>/dynamic/instance-identity/document a JSON document.  A listed
+ * name is always there: cloud-init's crawler fails on one that is not.
+ * Sessions (PUT /latest/api/token) are session.c's. */
+#ifndef IMDS_EC2_H
+#define IMDS_EC2_H
+
+#include <stddef.h>
+
+#include "instance.h"
+#include "sshkeys.h"
+
+struct ec2 {
+	struct instance *inst;
+	/* The answer being sent: the longest is the public-keys listing
+	 * (every key's name) or one key. */
+	char out[SSHKEYS_MAX * 272 + SSHKEY_LINE_MAX];
+};
+
+void ec2_open(struct ec2 *e, struct instance *in);
+
+/* Route versions: "latest", "1.0" or a YYYY-MM-DD date. */
+int ec2_version_ok(const char *v, size_t n);
+
+struct call;
+/* Handlers; c->self is the struct ec2, c->ver the version, c->rest the
+ * path under meta-data/ or dynamic/. */
+void ec2_versions(struct call *c);
+void ec2_root(struct call *c);
+void ec2_meta_data(struct call *c);
+void ec2_user_data(struct call *c);
+void ec2_dynamic(struct call *c);
+
+#endif

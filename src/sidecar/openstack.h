@@ -1,0 +1,60 @@
+/* openstack: the instance in the layout of OpenStack's metadata service
+ * (Nova), for cloudbase-init on Windows, cloud-init's OpenStack datasource,
+ * Ignition's and Talos' openstack platforms.
+ *
+ * /openstack lists the versions; /openstack/<version>/ its files:
+ * meta_data.json (uuid = the instance id, name and hostname = the VM name,
+ * public_keys and keys from the SSH keys, the custom keys under "meta"),
+ * user_data (404 when none, as Nova), vendor_data.json (the vendor-data in
+ * its "cloud-init" key), network_data.json (a link per secondary network
+ * of the pod, with DHCP where the network has an address), from 2013-04-04
+ * the password (password.c), from 2016-10-06 vendor_data2.json (Nova's
+ * dynamic vendor data: none here).
+ *
+ * The password: cloudbase-init encrypts the one it generates to the first
+ * of list(set(keys)), an arbitrary one of several, and fails after it
+ * changed the password when that key is not RSA.  With IMDS_PASSWORD_KEY
+ * (imds.kubevirt.io/password-key) naming an entry of the SSH keys Secret,
+ * this layout lists that entry's first ssh-rsa key alone; without it, an
+ * ambiguous choice (several keys, or one not RSA) is logged. */
+#ifndef IMDS_OPENSTACK_H
+#define IMDS_OPENSTACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blob.h"
+#include "instance.h"
+
+struct openstack {
+	struct instance *inst;
+	struct blob *meta;        /* meta_data.json as rendered for gen */
+	uint64_t gen;
+	struct blob *vendor_src;  /* the vendor-data vendor_json was made of (a reference) */
+	struct blob *vendor_json;
+	struct blob *net;         /* network_data.json as rendered for net_gen */
+	uint64_t net_gen;
+};
+
+/* Renders meta_data.json once.  0 or -ENOMEM. */
+int os_open(struct openstack *os, struct instance *in);
+void os_close(struct openstack *os);
+
+/* Route versions: "latest" or a YYYY-MM-DD date; the password from
+ * 2013-04-04 on. */
+int os_version_ok(const char *v, size_t n);
+int os_password_version_ok(const char *v, size_t n);
+/* ... vendor_data2.json from 2016-10-06 (Nova's NEWTON_TWO) on. */
+int os_vendor_data2_version_ok(const char *v, size_t n);
+
+struct call;
+/* Handlers; c->self is the struct openstack, c->ver the version. */
+void os_versions(struct call *c);
+void os_files(struct call *c);
+void os_meta_data(struct call *c);
+void os_user_data(struct call *c);
+void os_vendor_data(struct call *c);
+void os_vendor_data2(struct call *c);
+void os_network_data(struct call *c);
+
+#endif

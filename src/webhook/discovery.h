@@ -1,0 +1,33 @@
+/* discovery: how a guest agent finds the sidecar, for an opted-in
+ * VirtualMachine or VirtualMachineInstance (serial.c calls it).
+ *
+ * The serial's form (imds.kubevirt.io/serial-form): "nocloud", the default
+ * (ADMISSION_SERIAL: cloud-init reads it, and 22.4 needs its dsmode=net),
+ * or "nocloud-net" (ADMISSION_SERIAL_NET) for Talos, whose nocloud platform
+ * reads the HTTP seed only when the serial says ds=nocloud-net; cloud-init
+ * 22.4 takes that form too (dsmode net implied), 25.1 takes it with a
+ * deprecation warning ("degraded done").
+ *
+ * The chassis (imds.kubevirt.io/dmi-chassis: "true"): the SMBIOS chassis
+ * manufacturer ADMISSION_CHASSIS_VENDOR, when the VM sets none, so the
+ * guest's DMI modalias carries cvnkubevirt-imds for a hardware-database
+ * entry of systemd-imdsd (docs/sidecar.md) to match. */
+#ifndef IMDS_WH_DISCOVERY_H
+#define IMDS_WH_DISCOVERY_H
+
+#include <stdint.h>
+
+#include "str.h"
+
+struct review;
+
+/* An annotation of the object: for a VM its template's, else its own
+ * (the VM's own are read for the serial too); for a VMI its own. */
+struct str disc_ann(struct review *a, uint32_t obj, int vm, const char *key);
+/* The serial to write, by imds.kubevirt.io/serial-form. */
+const char *disc_serial(struct review *a, uint32_t obj, int vm);
+/* With imds.kubevirt.io/dmi-chassis: "true", adds the chassis manufacturer
+ * to the patch when the object has none. */
+void disc_chassis(struct review *a, uint32_t obj, int vm);
+
+#endif
