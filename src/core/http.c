@@ -542,8 +542,10 @@ int conn_settle(struct http_server *s, struct conn *c)
 		}
 	}
 	if (c->parked) {
-		/* Readable still: more bytes run it again, EOF frees it. */
-		if (c->list != L_PARKED)
+		/* Readable still: more bytes run it again, EOF frees it.  A wait
+		 * that began after another was answered (pipelined) has its own
+		 * deadline: the list entry takes it. */
+		if (c->list != L_PARKED || c->deadline != c->park_deadline)
 			conn_move(s, c, L_PARKED, c->park_deadline);
 		return 1;
 	}

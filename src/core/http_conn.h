@@ -37,6 +37,7 @@ struct conn {
 	int parked;             /* its request waits (res->park), held in `in` */
 	int park_expired;       /* ... and its wait is over */
 	uint64_t park_deadline; /* ms */
+	unsigned park_answers;  /* waits answered on this connection (park_release) */
 	char *in;               /* held input: partial or pipelined requests */
 	size_t in_len, in_cap;
 	char *out;              /* unsent response bytes */

@@ -23,6 +23,7 @@ void park_release(struct http_server *s, struct conn *c)
 	if (c->parked) {
 		c->parked = 0;
 		c->park_expired = 0;
+		c->park_answers++;
 		s->nparked--;
 	}
 }
@@ -45,6 +46,17 @@ static int unpark(struct http_server *s, struct conn *c)
 	return conn_settle(s, c);
 }
 
+/* Runs c's expired wait once more: the handler must answer it now.  A
+ * connection still waiting on that same request is dropped; one whose next
+ * pipelined request started a wait of its own keeps it. */
+static void expire_one(struct http_server *s, struct conn *c)
+{
+	unsigned answers = c->park_answers;
+	c->park_expired = 1;
+	if (unpark(s, c) && c->parked && c->park_answers == answers)
+		conn_free(s, c); /* the handler must answer once expired */
+}
+
 void http_server_wake(struct http_server *s)
 {
 	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
@@ -64,9 +76,7 @@ uint64_t park_expire(struct http_server *s, uint64_t now)
 	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
 		nx = c->next;
 		if (c->deadline <= now) {
-			c->park_expired = 1;
-			if (unpark(s, c) && c->parked)
-				conn_free(s, c); /* the handler must answer once expired */
+			expire_one(s, c);
 		} else if (!next || c->deadline < next) {
 			next = c->deadline;
 		}
@@ -78,8 +88,6 @@ void park_drain(struct http_server *s)
 {
 	for (struct conn *w = s->lists[L_PARKED].head, *nx; w; w = nx) {
 		nx = w->next;
-		w->park_expired = 1;
-		if (unpark(s, w) && w->parked)
-			conn_free(s, w);
+		expire_one(s, w);
 	}
 }

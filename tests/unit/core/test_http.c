@@ -51,6 +51,11 @@ static void handler(const struct http_request *req, struct http_response *res, v
 	seen.nheaders = req->nheaders;
 	seen.vmajor = req->version_major;
 	seen.vminor = req->version_minor;
+	if (strcmp(seen.path, "/wait") == 0 && !req->park_expired) {
+		res->park = 1; /* answered at the deadline */
+		res->park_ms = 60;
+		return;
+	}
 	if (seen.path[0] == '/' && strcmp(seen.path, "/blob") == 0 && blob_body) {
 		res->status = 200;
 		res->content_type = "application/octet-stream";
@@ -405,6 +410,43 @@ static void test_head_when_full(void **state)
 	assert_true(full_seen > 0);
 }
 
+/* Two waiting requests pipelined on one connection: the first is answered
+ * at its deadline, and the second, which starts a wait of its own then, is
+ * kept and answered at its own (the expiry once dropped the connection
+ * because it found it waiting again). */
+static void test_pipelined_waits(void **state)
+{
+	(void)state;
+	struct fixture *f = fx_new();
+	const char *two = "GET /wait HTTP/1.1\r\nHost: a\r\n\r\n"
+			  "GET /wait?2 HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	send_bytes(f, two, strlen(two));
+	static char buf[8192];
+	size_t len = 0;
+	int closed = 0, st[4];
+	while (peer_close_ms_since(&t0) < 2000 && !closed) {
+		loop_once(f->loop, 10);
+		ssize_t r = recv(f->client, buf + len, sizeof(buf) - 1 - len, MSG_DONTWAIT);
+		if (r > 0)
+			len += (size_t)r;
+		else if (r == 0)
+			closed = 1;
+		buf[len] = '\0';
+		if (statuses(buf, st, 4) == 2)
+			break;
+	}
+	long ms = peer_close_ms_since(&t0);
+	assert_int_equal(closed, 0);
+	assert_int_equal(statuses(buf, st, 4), 2);
+	assert_int_equal(st[0], 200);
+	assert_int_equal(st[1], 200);
+	assert_true(ms >= 110); /* two waits of 60 ms, one after the other */
+	assert_int_equal(http_server_conn_count(f->srv), 1);
+	fx_free(f);
+}
+
 /* Issue 19: the peer's close reaches the server late when another holder
  * keeps the peer's file open for a moment (here a child process that lets
  * go 50 ms after it is told, as a process reading /proc/PID/fd holds it
@@ -473,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_response_headers),
 		cmocka_unit_test(test_head_when_full),
+		cmocka_unit_test(test_pipelined_waits),
 		cmocka_unit_test(test_peer_close_late),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
