@@ -38,14 +38,6 @@ else
 fi
 
 # count_plumbing: "veth addresses rules routes tables" — never duplicated.
-count_plumbing() {
-	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \
-$(in_pod ip -4 -o addr show | grep -c '169\.254\.169\.254/32') \
-$(in_pod ip -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
-$(in_pod ip -4 route show table 169254 | grep -c '^default dev veth-imds') \
-$(in_pod nft list tables | grep -c 'kubevirt_imds')"
-}
-
 node_capture_start
 imds_start "$IFS_ENV"
 if imds_wait_serving 1 10; then

@@ -10,14 +10,6 @@ set -uo pipefail
 # shellcheck source=../lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
 
-count_plumbing() {
-	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \
-$(in_pod ip -4 -o addr show | grep -c '169\.254\.169\.254/32') \
-$(in_pod ip -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
-$(in_pod ip -4 route show table 169254 | grep -c '^default dev veth-imds') \
-$(in_pod nft list tables | grep -c kubevirt_imds)"
-}
-
 # breaks MODE NAME COMMAND: runs COMMAND in the pod while the guest keeps
 # asking; the guest must be served again within 1 s.
 breaks() {

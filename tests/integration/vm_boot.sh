@@ -7,13 +7,19 @@
 # (tests/lib/sidecar_env.py takes them from admission_cli's own patch), and
 # with the SMBIOS serial the webhook sets on a VM.  docs/annotations.md (the serial).  (root)
 #
-#   masquerade: bridge k6t-eth0 10.0.2.1/24, a tap, dnsmasq for DHCP; the
-#     guest applies the user-data (hostname from meta-data, write_files,
-#     runcmd), fetches /v1/identity and /v1/token itself (compared with what
-#     the sidecar serves), gets 400 without the header, cloud-init reports
-#     done without errors; then it reboots on the same disk: same instance,
-#     so SSH host keys are unchanged and runcmd does not run again.
-#   link-local: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
+# Each guest runs in a launcher pod built as KubeVirt builds it for its
+# binding (tests/lib/netns.sh), behind a Calico-like node whose side is
+# captured from before the sidecar's first start: the node must see no packet
+# for 169.254.169.254, ever.  Scenarios (VM_BOOT_SCENARIOS):
+#   istio: Debian 12 in masquerade with Istio's rules and its proxy (UID 1337):
+#     DHCP from the pod's dnsmasq (10.0.2.2/24); the guest applies the
+#     user-data (hostname from meta-data, write_files, runcmd), fetches
+#     /v1/identity and /v1/token itself (compared with what the sidecar
+#     serves), gets 400 without the header, cloud-init reports done without
+#     errors; then it reboots on the same disk: same instance, so SSH host
+#     keys are unchanged and runcmd does not run again.  (masquerade: the
+#     same without Istio, not in the default set: the net suites have it.)
+#   linklocal: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
 #     init's network-config from the kernel command line), with
 #     net.ipv4.conf.all.arp_ignore=8 in the pod: only the sidecar's ARP
 #     responder can make 169.254.169.254 reachable.  While this guest's
@@ -21,17 +27,28 @@
 #     init stage, and in the final stage while runcmd polls) and started again as kubelet
 #     restarts a native sidecar: serving within 1 s, plumbing adopted, the
 #     boot completes without errors.
-#   trixie: the masquerade scenario on a Debian 13 guest (cloud-init 25.1,
-#     which finds NoCloud from the DMI serial alone and fetches network-config
-#     over HTTP), with a network-config that gives the NIC matched by its MAC
-#     an extra static address; the guest must show it.
+#   bridge-trixie: Debian 13 (cloud-init 25.1, which finds NoCloud from the
+#     DMI serial alone and fetches network-config over HTTP) in bridge binding
+#     on the pod network: KubeVirt's DHCP gives it the pod IP /32 and option
+#     121 routes; a network-config gives the NIC matched by its MAC an extra
+#     static address; two boots as istio.
+#   bridge: Debian 12 in bridge binding (its ifupdown/dhclient with /32 and
+#     option 121), one boot.
+#   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
+#   (trixie: Debian 13 in masquerade, not in the default set.)
+# In bridge binding and passt the sidecar is killed (SIGKILL) once the guest
+# had its meta-data and started again.  After each boot: the node saw nothing,
+# the node and a neighbour pod asking for .254 get no answer, a process of the
+# pod is refused at once (passt: answered, passt's own path), SSH with the key
+# the sidecar served, and the guest's own request latency.
 # Every guest also runs cloud-init's own OpenStack metadata reader (what
 # DataSourceOpenStack uses) against /openstack and reports what it read.
 # TAP lines name the guest and its cloud-init version.
 #
 # Prints the boot timings and the time from the guest's first request to
-# cloud-init's final stage.  VM_BOOT_SCENARIOS (default "masquerade
-# linklocal") selects scenarios; KEEP=1 keeps the work dir.
+# cloud-init's final stage, per scenario.  VM_BOOT_SCENARIOS (default "istio
+# linklocal bridge-trixie bridge passt") selects scenarios; KEEP=1 keeps the
+# work dir.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$here/../.." && pwd)"
@@ -39,22 +56,25 @@ REPO="$(cd "$here/../.." && pwd)"
 . "$here/../lib/tap.sh"
 # shellcheck source=../lib/vm.sh
 . "$here/../lib/vm.sh"
+IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
+TAPWIRE=$REPO/build/debug/tests/tapwire
+# shellcheck source=../lib/netns.sh
+. "$here/../lib/netns.sh"
 
 PY=/usr/bin/python3
-IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
 VARIANT=${IMDS_VARIANT:-debug}
 ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-SCENARIOS=${VM_BOOT_SCENARIOS:-masquerade linklocal trixie}
+SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt}
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
+GUEST_MAC=52:54:00:5e:00:02
 TAG="imdsvm$$"
 
 work=""
-bg_pids=()  # timestampers and imds-server, by pid
-pods=()     # netns to delete
+bg_pids=()  # timestampers and imds-server, by pid (netns.sh's BG_PIDS: its helpers)
 qemu_pidfiles=()
 dnsmasq_pidfiles=()
 
@@ -67,7 +87,7 @@ cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	for p in "${pods[@]}"; do vm_pod_delete "$p"; done
+	netns_cleanup # the launchers' namespaces, Envoy, passt, captures
 	if [[ -n $work ]]; then
 		if [[ ${KEEP:-0} == 1 ]]; then echo "# kept $work"; else rm -rf "$work"; fi
 	fi
@@ -124,7 +144,7 @@ if ! guest_image bookworm; then
 fi
 BOOKWORM_IMG=$IMG BOOKWORM="bookworm (cloud-init $CI_VER)"
 TRIXIE_IMG="" TRIXIE=trixie
-if [[ " $SCENARIOS " == *" trixie "* ]] && guest_image trixie; then
+if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt)\  ]] && guest_image trixie; then
 	TRIXIE_IMG=$IMG TRIXIE="trixie (cloud-init $CI_VER)"
 fi
 
@@ -163,10 +183,12 @@ cat >>"$USER_DATA" <<'EOF'
       tok=$(curl -s -m 10 -H 'Metadata: true' $u/token | base64 -w0)
       st_id=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/identity)
       st_tok=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/token)
+      lat=$(curl -s -m 10 -o /dev/null -H 'Metadata: true' -w '%{time_connect} %{time_total}' $u/identity)
       {
         echo "IMDS-IDENTITY-BEGIN $id IMDS-IDENTITY-END"
         echo "IMDS-TOKEN-BEGIN $tok IMDS-TOKEN-END"
         echo "IMDS-NOHEADER identity=$st_id token=$st_tok"
+        echo "IMDS-LATENCY $lat"
         echo "IMDS-FILE $(base64 -w0 </etc/imds-e2e.txt)"
       } >/dev/ttyS0
   - path: /usr/local/sbin/imds-e2e-report
@@ -319,38 +341,114 @@ line() { grep -aoE -- "$2.*" "$1" | tr -d '\r' | sed -n "${3:-1}p"; }
 # between <console> <begin> <end> [n]: the text between two tokens on a line
 between() { line "$1" "$2 .* $3" "${4:-1}" | sed -E "s/.*$2 (.*) $3.*/\\1/"; }
 
-# --- 2. pod: netns, bridge, tap, DHCP, the sidecar as injected -------------------------
-# pod_up <name> <mode>: sets NS, SC_ROOT, SC_LOG, SC_ENV
+# --- 2. pod: the launcher as KubeVirt builds it, DHCP, the sidecar as injected -----------
+# pod_up <name> <binding> [user-data]: the launcher pod for <binding> (masquerade,
+# linklocal: masquerade's pod with a guest that has only a link-local address,
+# istio: masquerade with Istio's rules and Envoy, bridge: bridge binding on the pod
+# network, passt) built by tests/lib/netns.sh, a Calico node behind it whose side is
+# captured from before the sidecar's first start, the guest's DHCP as the binding
+# gives it, and the sidecar with the env and files the webhook injects (its
+# IMDS_INTERFACES from the VMI annotation the webhook writes).  Sets NS (the pod),
+# NS_POD, NS_NODE, SC_ROOT, SC_LOG, SC_ENV, POD_BINDING.
 pod_up() {
-	local name=$1 mode=$2
+	local name=$1 binding=$2 ifs
 	NS="$TAG-$name"
+	NS_POD=$NS NS_NODE=$NS-node POD_BINDING=$binding
 	SC_ROOT="$work/$name/root"
 	SC_LOG="$work/$name/imds.log"
 	SC_ENV="$work/$name/sidecar.env"
 	mkdir -p "$work/$name"
-	pods+=("$NS")
 	local netcfg_arg=(--del-annotation imds.kubevirt.io/network-config)
 	[[ -n ${POD_NETCFG:-} ]] && netcfg_arg=(--set-annotation "imds.kubevirt.io/network-config=@$POD_NETCFG")
-	vm_pod_create "$NS" k6t-eth0 10.0.2.1/24 || return 1
-	vm_tap_create "$NS" tap0 k6t-eth0 || return 1
-	if [[ $mode == masquerade ]]; then
+	ns_new "$NS_NODE" && ns_new "$NS_POD" && node_link 1500 || return 1
+	case $binding in
+	masquerade | linklocal) TAP_MQ=0 launcher_masquerade || return 1 ;;
+	istio) TAP_MQ=0 launcher_istio || return 1 ;;
+	bridge) TAP_MQ=0 launcher_bridge || return 1 ;;
+	passt) launcher_passt || return 1 ;;
+	*) echo "pod_up: unknown binding $binding" >&2; return 1 ;;
+	esac
+	node_capture_start cali0
+	case $binding in
+	masquerade | istio)
 		vm_dhcp_start "$NS" k6t-eth0 "$work/$name/dnsmasq.log" || return 1
 		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
-	else
+		ifs=default:masquerade:tap0
+		;;
+	linklocal)
 		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
-	fi
+		ifs=default:masquerade:tap0
+		;;
+	bridge)
+		bridge_dhcp_start "$work/$name/dnsmasq.log" || return 1
+		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
+		ifs=default:bridge:tap0
+		;;
+	passt)
+		passt_start "$work/$name" || return 1
+		ifs=default:passt
+		;;
+	esac
+	# veth pair, address, rule, route; tables ip and bridge, netdev with a tap
+	PLUMB_WANT="2 1 1 1 3"
+	[[ $binding == passt ]] && PLUMB_WANT="2 1 1 1 2"
 	SC_UD=${3:-$USER_DATA}
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
 		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$SC_UD" \
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
 		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
+		--set-annotation "imds.kubevirt.io/interfaces=$ifs" \
 		"${netcfg_arg[@]}" >"$SC_ENV" || return 1
+	grep -q "IMDS_INTERFACES=$ifs" "$SC_ENV" || { echo "the webhook gave no IMDS_INTERFACES=$ifs" >&2; return 1; }
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
 	sidecar_start
 	sidecar_wait_serving 1 10 && return 0
 	echo "imds-server run did not report 'net: serving':" >&2
 	cat "$SC_LOG" >&2
+	return 1
+}
+
+# bridge_dhcp_start LOG: KubeVirt's DHCP for bridge binding (dhcp/bridge.go,
+# discoverbridge.go:37-85), served on k6t-eth0 from its 169.254.75.10: the pod IP
+# /32, router the first route's gateway (169.254.1.1), option 121 with every route
+# of the pod's eth0 but the connected one, the default included, the pod's MTU and
+# the VM's name.  dnsmasq's shared-network lets it hand out an address the
+# interface is not on, as KubeVirt's server does.
+bridge_dhcp_start() {
+	local logf
+	logf="$(realpath -m "$1")"
+	VM_DNSMASQ_PIDFILE="$logf.pid"
+	: >"$logf"
+	ip netns exec "$NS_POD" dnsmasq --conf-file=/dev/null --port=0 \
+		--interface=k6t-eth0 --bind-interfaces --except-interface=lo \
+		--dhcp-range="$POD_IP,static,255.255.255.255,infinite" \
+		--dhcp-host="$GUEST_MAC,$POD_IP,$VM_NAME" --shared-network="k6t-eth0,$POD_IP" \
+		--dhcp-option=option:router,"$POD_GW" \
+		--dhcp-option=121,"$POD_GW/32,0.0.0.0,0.0.0.0/0,$POD_GW" \
+		--dhcp-option=option:mtu,1500 \
+		--dhcp-leasefile=/dev/null --leasefile-ro --dhcp-authoritative --no-ping \
+		--log-dhcp --log-facility="$logf" \
+		--user=root --group=root --pid-file="$VM_DNSMASQ_PIDFILE" ||
+		{ echo "dnsmasq (bridge binding DHCP) failed" >&2; return 1; }
+}
+
+# passt_start DIR: passt in the pod as libvirt starts it for KubeVirt's passt
+# binding (as UID 107, the pod's user; its socket for qemu's stream netdev), with
+# TCP port 22 forwarded to the guest.  Sets PASST_SOCK.
+passt_start() {
+	mkdir -p "$1/passt"
+	chown 107:107 "$1/passt"
+	# passt binds its socket as UID 107, after dropping root: the path must be
+	# traversable (mktemp's folder is 0700; and passt says "bound" even so)
+	chmod o+x "$work"
+	chmod 755 "$1"
+	PASST_SOCK="$1/passt/passt.sock"
+	ip netns exec "$NS_POD" passt --runas 107:107 -f -t 22 -s "$PASST_SOCK" >"$1/passt.log" 2>&1 &
+	BG_PIDS+=($!)
+	local i
+	for ((i = 0; i < 200; i++)); do [[ -S $PASST_SOCK ]] && return 0; sleep 0.02; done
+	echo "passt did not start: $(cat "$1/passt.log")" >&2
 	return 1
 }
 
@@ -385,15 +483,6 @@ wait_log() {
 	done
 }
 
-# The sidecar's plumbing in the pod: veth-imds pair, 169.254.169.254/32, the
-# policy rule, table 169254's route (as tests/integration/net_restore.sh).
-count_plumbing() {
-	echo "$(ip -n "$NS" -o link show | grep -c 'veth-imds') \
-$(ip -n "$NS" -4 -o addr show | grep -c '169\.254\.169\.254/32') \
-$(ip -n "$NS" -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
-$(ip -n "$NS" -4 route show table 169254 | grep -c '^169\.254\.0\.0/16 dev veth-imds')"
-}
-
 # crash_restart <label> <when>: SIGKILL the sidecar (no cleanup of any kind
 # runs), RESTART_GAP s later start it again as kubelet restarts a native
 # sidecar; checks it serves within 1 s of its start and that the plumbing it
@@ -420,7 +509,7 @@ crash_restart() {
 		not_ok "$l: restarted sidecar ($when) reports 'net: serving'" "$(tail -n 20 "$SC_LOG")"
 	fi
 	expect_eq "$l: plumbing after the restart ($when) adopted, not duplicated (links addr rule route)" \
-		"2 1 1 1 (before: $plumb_before)" "$(count_plumbing) (before: $plumb_before)"
+		"$PLUMB_WANT (before: $plumb_before)" "$(count_plumbing) (before: $plumb_before)"
 }
 
 # first_served_after <t> <regex>: host time of the first sidecar log line
@@ -548,10 +637,13 @@ netcfg_checks() {
 		not_ok "$l: the guest asked for network-config over HTTP" "$(grep -a ' GET /v1/' "$SC_LOG" | head -n 20)"
 	fi
 	addrs="$(line "$con" "IMDS-ADDR boot=$b" | cut -d' ' -f3-)"
-	if [[ " $addrs " == *" $NETCFG_ADDR "* && " $addrs " == *" 10.0.2.2/24 "* ]]; then
-		ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's 10.0.2.2/24"
+	if [[ $POD_NETCFG == "$NETCFG_DHCP_FILE" ]]; then
+		return 0 # DHCP alone: guest_addr_check has it
+	fi
+	if [[ " $addrs " == *" $NETCFG_ADDR "* && " $addrs " == *" $GUEST_ADDR "* ]]; then
+		ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's $GUEST_ADDR"
 	else
-		not_ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's 10.0.2.2/24" \
+		not_ok "$l: network-config applied on boot $b: eth0 (matched by MAC) has $NETCFG_ADDR beside DHCP's $GUEST_ADDR" \
 			"eth0: $addrs" "$(grep -a 'IMDS-ADDR' "$con" | tr -d '\r')"
 	fi
 }
@@ -574,7 +666,9 @@ boot_guest() { # <name> <console> [qemu args]
 	local name=$1 con=$2
 	shift 2
 	timestamp "$con" "$con.ts"
-	if ! VM_MAC=52:54:00:5e:00:02 vm_boot "$NS" tap0 "$GUEST_IMG" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
+	local netdev=""
+	[[ $POD_BINDING == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
+	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi
@@ -582,47 +676,152 @@ boot_guest() { # <name> <console> [qemu args]
 	BOOT_T0=$VM_BOOT_START
 }
 
-# ssh_login <label>: from the pod, with the private key whose public half only
-# the sidecar's public-keys carried: cloud-init's cc_ssh installed it for the
-# image's default user.
+# ssh_login <label>: with the private key whose public half only the sidecar's
+# public-keys carried (cloud-init's cc_ssh installed it for the image's default
+# user): from the pod to the guest's 10.0.2.2 in masquerade, from the node to the
+# pod IP in bridge binding (the guest's own address) and passt (port 22
+# forwarded by passt).
 ssh_login() {
-	local l=$1 out t0=$EPOCHREALTIME
+	local l=$1 out t0=$EPOCHREALTIME from=$NS to=10.0.2.2
+	[[ $POD_BINDING == bridge || $POD_BINDING == passt ]] && from=$NS_NODE to=$POD_IP
 	# shellcheck disable=SC2016 # expanded by the guest's shell
-	out=$(ip netns exec "$NS" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
-		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR debian@10.0.2.2 \
+	out=$(ip netns exec "$from" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
+		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR "debian@$to" \
 		'echo "user=$(id -un) keys=$(grep -c . ~/.ssh/authorized_keys)"' 2>&1)
 	if [[ $out == "user=debian keys=1" ]]; then
-		ok "$l: SSH login as debian with the key from the Secret ($(vm_elapsed "$t0")s; one authorized key, the bad line skipped)"
+		ok "$l: SSH login as debian@$to with the key from the Secret ($(vm_elapsed "$t0")s; one authorized key, the bad line skipped)"
 	else
-		not_ok "$l: SSH login as debian with the key from the Secret" "$out" "$(grep -a 'ssh-keys' "$SC_LOG")"
+		not_ok "$l: SSH login as debian@$to with the key from the Secret" "$out" "$(grep -a 'ssh-keys' "$SC_LOG")"
 	fi
 }
 
-# --- masquerade scenario ------------------------------------------------------------------
-# scenario_masquerade <dir> <label>: the guest GUEST_IMG, with POD_NETCFG when set
-scenario_masquerade() {
-	local d=$1 l=$2 con="$work/$1/console.log"
+# guest_addr_check <label> <console>: the address the binding's DHCP gives
+# (KubeVirt's DHCP in masquerade and bridge binding, passt's own in passt)
+guest_addr_check() {
+	local l=$1 con=$2 addrs how
+	addrs="$(line "$con" 'IMDS-ADDR boot=1' | cut -d' ' -f3-)"
+	case $POD_BINDING in
+	bridge) how="KubeVirt's bridge DHCP: the pod IP /32, routes by option 121" ;;
+	passt) how="passt's DHCP: the pod's address" ;;
+	*) how="KubeVirt's masquerade DHCP" ;;
+	esac
+	if [[ " $addrs" == *" $GUEST_ADDR"* ]]; then
+		ok "$l: guest eth0 has $GUEST_ADDR ($how)"
+	else
+		not_ok "$l: guest eth0 has $GUEST_ADDR ($how)" "eth0: $addrs" "$(tail -n 20 "$work/$1.dhcp.log" 2>/dev/null)"
+	fi
+}
+
+# capture_check <label>: what the node's side of the pod saw for .254, from
+# before the sidecar's first start to the guest's last request (its restarts
+# included): nothing.  Stops the capture (refusals then send from the node).
+capture_check() {
+	local l=$1 n
+	n=$(node_capture_count)
+	if [[ $n == 0 ]]; then
+		ok "$l: the node saw no packet for 169.254.169.254 (tcpdump on cali0, from before the sidecar's first start to the end of the guest's boot)"
+	else
+		not_ok "$l: the node saw no packet for 169.254.169.254 (tcpdump on cali0)" "$n packets" "$(node_capture_show)"
+	fi
+}
+
+# refusals <label>: who else asks for 169.254.169.254 gets nothing: the node
+# (a route to .254 via the pod IP), a neighbour pod through the node, and a
+# process of the pod, refused at once (passt: answered, being passt's own path;
+# docs/sidecar.md says why and what still protects the token).
+refusals() {
+	local l=$1 out before r
+	before=$(grep -ac ' GET ' "$SC_LOG")
+	ip -n "$NS_NODE" route replace 169.254.169.254/32 via "$POD_IP" dev cali0
+	if out=$(ip netns exec "$NS_NODE" curl -sS --max-time 2 -H 'Metadata: true' http://169.254.169.254/v1/identity 2>&1); then
+		not_ok "$l: the node (routing .254 to the pod) gets no answer" "$out"
+	else
+		ok "$l: the node (routing .254 to the pod) gets no answer (${out#curl: (* })"
+	fi
+	if node_neighbour "$NS-nb" 10.244.1.9 1 &&
+		! out=$(ip netns exec "$NS-nb" curl -sS --max-time 2 -H 'Metadata: true' http://169.254.169.254/v1/identity 2>&1); then
+		ok "$l: a neighbour pod (through the node) gets no answer (${out#curl: (* })"
+	else
+		not_ok "$l: a neighbour pod (through the node) gets no answer" "$out"
+	fi
+	expect_eq "$l: ... and the sidecar never saw their requests" "$before" "$(grep -ac ' GET ' "$SC_LOG")"
+	ip -n "$NS_NODE" route del 169.254.169.254/32
+	if [[ $POD_BINDING == passt ]]; then
+		out=$(ip netns exec "$NS" setpriv --reuid=107 --regid=107 --clear-groups curl -s -m 3 http://169.254.169.254/healthz 2>&1)
+		expect_eq "$l: a process of the pod (UID 107) is answered: passt's own path, indistinguishable (docs/sidecar.md)" OK "$out"
+	elif r=$(pod_refused 107); then
+		ok "$l: a process of the pod (UID 107) is refused at once ($r)"
+	else
+		not_ok "$l: a process of the pod (UID 107) is refused at once" "$r"
+	fi
+}
+
+# latency <label> <console>: the guest's own request for /v1/identity (curl in
+# runcmd: connect and total, through the binding's path) and the sidecar's time
+# for the guest's first request (its access log)
+latency() {
+	local l=$1 con=$2 c t us
+	read -r c t < <(line "$con" 'IMDS-LATENCY ' | cut -d' ' -f2-)
+	us=$(grep -aE -m1 ' (GET|HEAD) /' "$SC_LOG" | awk '{print $NF}')
+	B_LAT="identity from the guest: connect $(awk -v x="${c:-0}" 'BEGIN { printf "%.1f", x * 1000 }') ms, total $(awk -v x="${t:-0}" 'BEGIN { printf "%.1f", x * 1000 }') ms; the sidecar's first answer ${us:-?}"
+	if [[ -n $t ]]; then
+		ok "$l: $B_LAT"
+	else
+		not_ok "$l: the guest measured its request for /v1/identity" "$(line "$con" 'IMDS-LATENCY')"
+	fi
+}
+
+# --- a binding's scenario -------------------------------------------------------------
+# scenario_binding <dir> <label> <binding> <reboot 0|1>: the guest GUEST_IMG in the
+# launcher pod of <binding> (masquerade, istio, bridge, passt), with POD_NETCFG when
+# set: the boot, what the guest got, what the node saw, who else is refused, SSH;
+# with reboot=1 a second boot on the same disk.  In bridge binding and passt the
+# sidecar is killed (SIGKILL) once the guest's cloud-init has its meta-data and
+# started again as kubelet restarts it.  Adds a line to SUMMARY.
+SUMMARY=()
+scenario_binding() {
+	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=-
 	# not in $(...): pod_up starts background processes and records them
-	if ! pod_up "$d" masquerade >"$work/pod_up.out" 2>&1; then
-		not_ok "$l: pod netns, tap, dnsmasq, imds-server run as injected" "$(cat "$work/pod_up.out")"
+	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
+		not_ok "$l: $binding launcher pod, DHCP, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
-	ok "$l: pod netns, tap, dnsmasq, imds-server run as injected ($(wc -l <"$SC_ENV") env vars)"
+	ok "$l: $binding launcher pod (tests/lib/netns.sh), DHCP, imds-server run as injected ($(wc -l <"$SC_ENV") env vars, $(grep -o 'IMDS_INTERFACES=[^ ]*' "$SC_ENV"))"
+	case $binding in
+	bridge) GUEST_ADDR=$POD_IP/32 ;;
+	passt) GUEST_ADDR=$POD_IP/ ;;
+	*) GUEST_ADDR=10.0.2.2/24 ;;
+	esac
 	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
+	if [[ $binding == bridge || $binding == passt ]]; then
+		if ! wait_log "$SC_LOG" ' GET /v1/meta-data 200 ' "$BOOT_TIMEOUT"; then
+			not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
+			return 1
+		fi
+		crash_restart "$l" "once the guest had its meta-data"
+	fi
 	wait_mark "$l: boot 1 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
 	timings "$l boot 1" "$con"
-	M_BOOT1=$B_FINAL M_REQ_FINAL=$B_REQ_FINAL
-	ok "$l: boot 1 to cloud-init final ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)"
+	local b1=$B_FINAL req=$B_REQ req_final=$B_REQ_FINAL
+	ok "$l: boot 1 to cloud-init final ${b1}s (first request at ${req}s, first request -> final ${req_final}s)"
 	guest_checks "$l" "$con"
-	if grep -aqE "DHCPACK\\(k6t-eth0\\) 10\\.0\\.2\\.2 52:54:00:5e:00:02" "$work/$d/dnsmasq.log"; then
-		ok "$l: guest got 10.0.2.2 from the pod's dnsmasq"
-	else
-		not_ok "$l: guest got 10.0.2.2 from the pod's dnsmasq" "$(tail -n 20 "$work/$d/dnsmasq.log")"
-	fi
+	guest_addr_check "$l" "$con"
 	[[ -n ${POD_NETCFG:-} ]] && netcfg_checks "$l" "$con" 1
+	latency "$l" "$con"
+	capture_check "$l"
+	refusals "$l"
 	ssh_login "$l"
+	if ((reboot)); then
+		reboot_checks "$l" "$con" && b2=$M_BOOT2
+	fi
+	SUMMARY+=("$l: boot 1 ${b1}s to cloud-init final (first request at ${req}s, -> final ${req_final}s), boot 2 ${b2}s; $B_LAT")
+	vm_stop "$VM_PIDFILE" 2
+}
 
-	# --- 5. second boot on the same disk -------------------------------------------------
+# reboot_checks <label> <console>: a second boot on the same disk: same instance,
+# so SSH host keys unchanged, runcmd not run again, hostname kept.  Sets M_BOOT2.
+reboot_checks() {
+	local l=$1 con=$2
 	wait_mark "$l: root shell on ttyS0 before the reboot" "$con" "root@$VM_NAME:~# " 1 60 || return 1
 	local t1=$EPOCHREALTIME
 	vm_reboot
@@ -656,9 +855,9 @@ scenario_masquerade() {
 	fi
 	expect_eq "$l: runcmd not run again on boot 2 (same instance-id)" 1 "$(grep -ac 'IMDS-MARK runcmd' "$con")"
 	expect_eq "$l: hostname kept on boot 2" "hostname=$VM_NAME" "$(line "$con" 'IMDS-REPORT-DONE boot=2' | awk '{print $3}')"
+	local got
 	got="$(line "$con" 'IMDS-STATUS boot=2 status:' | awk '{print $NF}')"
 	expect_eq "$l: cloud-init status done on boot 2" "done" "$got"
-	vm_stop "$VM_PIDFILE" 2
 }
 
 # restart_during_boot <label> <console>: the sidecar dies twice while the
@@ -728,6 +927,8 @@ scenario_linklocal() {
 		"$(line "$con" 'IMDS-NEIGH boot=1' | awk '{print $3}')"
 	expect_eq "$l: pod all.arp_ignore still 8" 8 "$(ip netns exec "$NS" sysctl -n net.ipv4.conf.all.arp_ignore)"
 	guest_checks "$l" "$con"
+	capture_check "$l"
+	SUMMARY+=("$l: ${L_BOOT}s to cloud-init final with two sidecar restarts (first request -> final ${L_REQ_FINAL}s), the polling guest served ${R2_MS} ms after a restart")
 	vm_stop "$VM_PIDFILE" 2
 }
 
@@ -746,18 +947,27 @@ ethernets:
     addresses: [$NETCFG_ADDR]
 EOF
 
-M_BOOT1=- M_BOOT2=- M_REQ_FINAL=- L_BOOT=- L_REQ_FINAL=- R2_MS=- T_BOOT1=- T_BOOT2=- T_REQ_FINAL=-
+# Debian 13 with a network-config of DHCP alone (passt: no DHCPv6 to wait for)
+NETCFG_DHCP_FILE=$work/network-config-dhcp
+sed '/addresses:/d' "$NETCFG_FILE" >"$NETCFG_DHCP_FILE"
+
+L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
 	case $s in
-	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_masquerade masquerade "$BOOKWORM masquerade" ;;
+	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_binding masquerade "$BOOKWORM masquerade" masquerade 1 ;;
+	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
-	trixie)
-		if [[ -n $TRIXIE_IMG ]]; then
-			M0="$M_BOOT1 $M_BOOT2 $M_REQ_FINAL"
-			GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_masquerade trixie "$TRIXIE"
-			T_BOOT1=$M_BOOT1 T_BOOT2=$M_BOOT2 T_REQ_FINAL=$M_REQ_FINAL
-			read -r M_BOOT1 M_BOOT2 M_REQ_FINAL <<<"$M0"
+	bridge) GUEST_IMG=$BOOKWORM_IMG scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
+	trixie | bridge-trixie | passt)
+		if [[ -z $TRIXIE_IMG ]]; then
+			not_ok "$s: the trixie guest image"
+			continue
 		fi
+		case $s in
+		trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_binding trixie "$TRIXIE masquerade" masquerade 1 ;;
+		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
+		passt) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_DHCP_FILE scenario_binding passt "$TRIXIE passt" passt 0 ;;
+		esac
 		;;
 	*) not_ok "unknown scenario $s" ;;
 	esac
@@ -769,9 +979,7 @@ else
 	ok "sidecar logs free of sanitizer reports ($VARIANT)"
 fi
 total="$(vm_elapsed "$T_START")"
-echo "# VM stage ($VARIANT): $BOOKWORM masquerade boot 1 ${M_BOOT1}s (first request -> final ${M_REQ_FINAL}s)," \
-	"boot 2 ${M_BOOT2}s; link-local ${L_BOOT}s with two sidecar restarts (first request -> final ${L_REQ_FINAL}s," \
-	"polling guest served ${R2_MS}ms after a restart); $TRIXIE boot 1 ${T_BOOT1}s (first request -> final" \
-	"${T_REQ_FINAL}s), boot 2 ${T_BOOT2}s; total ${total}s"
+echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-2} vCPU, total ${total}s:"
+printf '#   %s\n' "${SUMMARY[@]}"
 ok "VM stage total ${total}s ($VARIANT)"
 tap_done

@@ -12,6 +12,7 @@
 #
 #   ns_setup                      creates NS_NODE, NS_POD, NS_VM (names in those vars)
 #   node_link                     the CNI's pod eth0 and the node behind it (Calico)
+#   node_neighbour NS IP [N]      another pod on that node
 #   launcher_masquerade [istio]   KubeVirt's masquerade binding (with Istio's variant)
 #   launcher_istio                launcher_masquerade istio + Istio's own rules + a proxy
 #   launcher_bridge               bridge binding on the pod network
@@ -24,6 +25,7 @@
 #   imds_wait_serving [N]         until the Nth "net: serving" line (default 1)
 #   imds_stop                     SIGTERM and wait
 #   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254
+#   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
 #   in_pod/in_vm/in_node CMD...
 # shellcheck shell=bash
 
@@ -111,6 +113,22 @@ node_link() {
 	ip -n "$NS_POD" link set eth0 up
 	ip -n "$NS_POD" route add "$POD_GW" dev eth0 scope link
 	ip -n "$NS_POD" route add default via "$POD_GW" dev eth0
+}
+
+# node_neighbour NS IP [N]: another pod on the same node, as Calico wires it
+# (cali<N>, its eth0 IP/32, the gateway 169.254.1.1 answered by the node's
+# proxy ARP): whatever it sends off-pod the node routes.
+node_neighbour() {
+	local ns=$1 ip=$2 c=cali${3:-1}
+	ns_new "$ns" || return 1
+	ip -n "$NS_NODE" link add "$c" type veth peer name eth0 netns "$ns" || return 1
+	ip -n "$NS_NODE" link set "$c" up
+	ip -n "$NS_NODE" route add "$ip/32" dev "$c"
+	in_node sysctl -qw "net.ipv4.conf.$c.proxy_arp=1" "net.ipv4.neigh.$c.proxy_delay=0"
+	ip -n "$ns" addr add "$ip/32" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add "$POD_GW" dev eth0 scope link
+	ip -n "$ns" route add default via "$POD_GW" dev eth0
 }
 
 # tap_add NAME BRIDGE MTU: a VM tap as virt-handler creates it (nmstate
@@ -434,9 +452,22 @@ guest_get() {
 		"http://169.254.169.254$path"
 }
 
+# count_plumbing: the sidecar's plumbing in the pod, as counts: veth-imds
+# links (2: the pair), 169.254.169.254/32 addresses, the policy rule, table
+# 169254's route, our nf_tables tables (ip, bridge, and netdev when it steers
+# taps).
+count_plumbing() {
+	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \
+$(in_pod ip -4 -o addr show | grep -c '169\.254\.169\.254/32') \
+$(in_pod ip -4 rule show | grep -c 'from 169\.254\.169\.254 lookup 169254') \
+$(in_pod ip -4 route show table 169254 | grep -c '^default dev veth-imds') \
+$(in_pod nft list tables | grep -c kubevirt_imds)"
+}
+
 # pod_refused [UID]: a process of the pod (as UID, default root) asks for
 # .254; succeeds when it was refused at once (curl could not connect, exit 7,
 # within 1 s), not left to time out and not answered.  Echoes what happened.
+# shellcheck disable=SC2120 # the UID is optional
 pod_refused() {
 	local u=${1:-0} t0 out st ms
 	t0=$(now_ms)

@@ -35,6 +35,8 @@
 #               the image is opened with snapshot=on (throwaway; it still
 #               survives a reboot *inside* one qemu run).
 #   VM_APPEND   extra kernel command line
+#   VM_NETDEV   qemu -netdev spec (id net0) instead of the tap (e.g. passt's
+#               stream socket: stream,id=net0,server=off,addr.type=unix,addr.path=S)
 #   VM_QEMU     qemu binary (default qemu-system-x86_64)
 # Remaining vm_boot arguments are passed to qemu as they are.
 #
@@ -180,7 +182,7 @@ vm_boot() {
     -nodefaults -no-user-config -display none
     -kernel "$kernel" -initrd "$img/initrd.img" -append "$append"
     -drive "$drive"
-    -netdev "tap,id=net0,ifname=$tap,script=no,downscript=no"
+    -netdev "${VM_NETDEV:-tap,id=net0,ifname=$tap,script=no,downscript=no}"
     -device "virtio-net-pci,netdev=net0,mac=$mac"
     -device virtio-rng-pci
     -smbios "type=1,serial=$(_vm_qemu_escape "$serial")"
