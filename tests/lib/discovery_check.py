@@ -111,6 +111,13 @@ def case_chassis(fx, vm, where, chassis, want):
     odom = vm_domain(orig, vm)
     odom.pop("chassis", None)
     odom.pop("firmware", None)
+    # a VMI's CREATE also gets imds.kubevirt.io/interfaces (docs/annotations.md)
+    for o in (rest, orig):
+        anns = o.get("metadata", {}).get("annotations")
+        if anns is not None:
+            anns.pop("imds.kubevirt.io/interfaces", None)
+            if not anns and "annotations" not in obj.get("metadata", {}):
+                del o["metadata"]["annotations"]
     report(rest == orig, name + ": nothing else changed")
     again_clean(review, out, name)
 
