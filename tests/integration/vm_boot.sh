@@ -520,20 +520,23 @@ first_served_after() {
 
 # reference <path>: what the sidecar serves for <path> (Metadata: true), from a
 # `serve` instance with the same env on the pod's loopback
-REF_PORT=8099
+# Not 127.0.0.1: KubeVirt's masquerade rules DNAT the pod's own connections to
+# 127.0.0.1 to the guest (nat output, netpod/masquerade); with Istio the
+# connection goes through its proxy, which passes it on.
+REF_ADDR=127.0.0.2 REF_PORT=8099
 reference() {
 	# shellcheck disable=SC1090 # generated
-	(set -a && . "$SC_ENV" && ip netns exec "$NS" curl -s -m 5 -H 'Metadata: true' "http://127.0.0.1:$REF_PORT$1")
+	(set -a && . "$SC_ENV" && ip netns exec "$NS" curl -s -m 5 -H 'Metadata: true' "http://$REF_ADDR:$REF_PORT$1")
 }
 reference_start() {
 	# shellcheck disable=SC1090 # generated
-	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" serve --listen "127.0.0.1:$REF_PORT") \
+	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" serve --listen "$REF_ADDR:$REF_PORT") \
 		>"$work/ref.log" 2>&1 &
 	REF_PID=$!
 	bg_pids+=("$REF_PID")
 	local i
 	for ((i = 0; i < 50; i++)); do
-		ip netns exec "$NS" curl -s -m 1 -o /dev/null "http://127.0.0.1:$REF_PORT/healthz" && return 0
+		ip netns exec "$NS" curl -s -m 1 -o /dev/null "http://$REF_ADDR:$REF_PORT/healthz" && return 0
 		sleep 0.1
 	done
 	return 1
