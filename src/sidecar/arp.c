@@ -1,4 +1,5 @@
 #include "arp.h"
+#include "ndp.h"
 #include "sbuf.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,7 @@ enum {
 };
 
 #define ARPHRD_ETHER_ 1
+#define ETH_P_IPV6_ 0x86dd
 #define ARPOP_REQUEST_ 1
 #define ARPOP_REPLY_ 2
 
@@ -220,60 +222,133 @@ int arp_scan_macs(const char *buf, size_t len, struct arp_macset *out)
  * "all" could cut a GRO super-packet. */
 #define BPF_ACCEPT 0xffffffffu
 
-int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, struct sock_filter *out, size_t cap)
-{
+/* A program under construction: jumps name labels, resolved at the end
+ * into relative offsets (every jump here goes forward). */
+enum { L_NEXT, L_DROP, L_ARP_OK, L_IP4, L_IP6, L_NS, L_NS_LL, L_SYN6, L_SYN6_LL, L_PORT6,
+       L_OK6, L_COUNT };
+struct bpf_build {
 	struct sock_filter p[ARP_FILTER_MAX];
-	unsigned n = 0, drop, to_ip = 0;
+	uint8_t jt[ARP_FILTER_MAX], jf[ARP_FILTER_MAX]; /* labels */
+	unsigned at[L_COUNT];
+	unsigned n;
+};
 
-	/* Jump targets are relative; every failed check jumps to "drop",
-	 * which is patched once the length is known. */
-	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_ETHERTYPE);
-	if (syn_port) {
-		to_ip = n;
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0xfe, 0); /* jt patched below */
+static void op(struct bpf_build *b, uint16_t code, uint32_t k)
+{
+	if (b->n < ARP_FILTER_MAX) {
+		b->jt[b->n] = b->jf[b->n] = L_NEXT;
+		b->p[b->n] = STMT(code, k);
 	}
-	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_ARP, 0, 0xff);
-	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_OP);
-	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARPOP_REQUEST_, 0, 0xff);
-	p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, OFF_TPA);
-	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, be32(ip), 0, 0xff);
-	p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, OFF_HTYPE); /* htype, ptype */
-	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ARPHRD_ETHER_ << 16 | ETH_P_IP, 0, 0xff);
-	p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_HLEN); /* hlen, plen */
-	p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0604, 0, 0xff);
-	/* 64 bytes hold the whole ARP frame; the rest is never copied. */
-	p[n++] = STMT(BPF_RET | BPF_K, 64);
+	b->n++;
+}
+
+static void jeq(struct bpf_build *b, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf)
+{
+	if (b->n < ARP_FILTER_MAX) {
+		b->p[b->n] = JUMP(BPF_JMP | code | BPF_K, k, 0, 0);
+		b->jt[b->n] = jt;
+		b->jf[b->n] = jf;
+	}
+	b->n++;
+}
+
+static void label(struct bpf_build *b, unsigned l)
+{
+	b->at[l] = b->n;
+}
+
+/* The 16 bytes at off equal a: to ok, else to no. */
+static void cmp16(struct bpf_build *b, unsigned off, const uint8_t a[16], uint8_t ok, uint8_t no)
+{
+	for (size_t i = 0; i < 4; i++) {
+		op(b, BPF_LD | BPF_W | BPF_ABS, off + 4 * (unsigned)i);
+		jeq(b, BPF_JEQ, be32(a + 4 * i), i < 3 ? L_NEXT : ok, no);
+	}
+}
+
+int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, int v6, struct sock_filter *out,
+		    size_t cap)
+{
+	struct bpf_build b = {.n = 0};
+
+	op(&b, BPF_LD | BPF_H | BPF_ABS, OFF_ETHERTYPE);
+	if (syn_port)
+		jeq(&b, BPF_JEQ, ETH_P_IP, L_IP4, L_NEXT);
+	if (v6)
+		jeq(&b, BPF_JEQ, ETH_P_IPV6_, L_IP6, L_NEXT);
+	jeq(&b, BPF_JEQ, ETH_P_ARP, L_NEXT, L_DROP);
+	op(&b, BPF_LD | BPF_H | BPF_ABS, OFF_OP);
+	jeq(&b, BPF_JEQ, ARPOP_REQUEST_, L_NEXT, L_DROP);
+	op(&b, BPF_LD | BPF_W | BPF_ABS, OFF_TPA);
+	jeq(&b, BPF_JEQ, be32(ip), L_NEXT, L_DROP);
+	op(&b, BPF_LD | BPF_W | BPF_ABS, OFF_HTYPE); /* htype, ptype */
+	jeq(&b, BPF_JEQ, (uint32_t)ARPHRD_ETHER_ << 16 | ETH_P_IP, L_NEXT, L_DROP);
+	op(&b, BPF_LD | BPF_H | BPF_ABS, OFF_HLEN); /* hlen, plen */
+	jeq(&b, BPF_JEQ, 0x0604, L_ARP_OK, L_DROP);
 	if (syn_port) {
 		/* An IPv4 TCP SYN (not SYN-ACK) to ip:syn_port, not a fragment:
 		 * a connection's first segment, whose Ethernet and IP sources
 		 * tell which MAC answers for that address (arp_parse_syn). */
-		p[to_ip].jt = (uint8_t)(n - to_ip - 1);
-		p[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, OFF_IP + 16); /* daddr */
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, be32(ip), 0, 0xff);
-		p[n++] = STMT(BPF_LD | BPF_B | BPF_ABS, OFF_IP + 9); /* protocol */
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0xff);
-		p[n++] = STMT(BPF_LD | BPF_H | BPF_ABS, OFF_IP + 6); /* MF, fragment offset */
-		p[n++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 0xff, 0);
-		p[n++] = STMT(BPF_LDX | BPF_B | BPF_MSH, OFF_IP); /* X = IP header length */
-		p[n++] = STMT(BPF_LD | BPF_H | BPF_IND, OFF_IP + 2);  /* TCP dport */
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, syn_port, 0, 0xff);
-		p[n++] = STMT(BPF_LD | BPF_B | BPF_IND, OFF_IP + 13); /* TCP flags */
-		p[n++] = STMT(BPF_ALU | BPF_AND | BPF_K, 0x12);      /* SYN, ACK */
-		p[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 0xff);
-		p[n++] = STMT(BPF_RET | BPF_K, 64);
+		label(&b, L_IP4);
+		op(&b, BPF_LD | BPF_W | BPF_ABS, OFF_IP + 16); /* daddr */
+		jeq(&b, BPF_JEQ, be32(ip), L_NEXT, L_DROP);
+		op(&b, BPF_LD | BPF_B | BPF_ABS, OFF_IP + 9); /* protocol */
+		jeq(&b, BPF_JEQ, 6, L_NEXT, L_DROP);
+		op(&b, BPF_LD | BPF_H | BPF_ABS, OFF_IP + 6); /* MF, fragment offset */
+		jeq(&b, BPF_JSET, 0x3fff, L_DROP, L_NEXT);
+		op(&b, BPF_LDX | BPF_B | BPF_MSH, OFF_IP); /* X = IP header length */
+		op(&b, BPF_LD | BPF_H | BPF_IND, OFF_IP + 2);  /* TCP dport */
+		jeq(&b, BPF_JEQ, syn_port, L_NEXT, L_DROP);
+		op(&b, BPF_LD | BPF_B | BPF_IND, OFF_IP + 13); /* TCP flags */
+		op(&b, BPF_ALU | BPF_AND | BPF_K, 0x12);      /* SYN, ACK */
+		jeq(&b, BPF_JEQ, 0x02, L_ARP_OK, L_DROP);
 	}
-	drop = n;
-	p[n++] = STMT(BPF_RET | BPF_K, 0);
-	for (unsigned i = 0; i < n; i++) {
-		if (p[i].jf == 0xff)
-			p[i].jf = (uint8_t)(drop - i - 1);
-		if (p[i].jt == 0xff)
-			p[i].jt = (uint8_t)(drop - i - 1);
+	if (v6) {
+		/* IPv6 with no extension header: a neighbour solicitation
+		 * (ICMPv6 135) for one of the service's addresses, or (with
+		 * syn_port) a TCP SYN to one of them (ndp.h). */
+		label(&b, L_IP6);
+		op(&b, BPF_LD | BPF_B | BPF_ABS, OFF_IP + 6); /* next header */
+		jeq(&b, BPF_JEQ, 58, L_NS, syn_port ? L_NEXT : L_DROP);
+		if (syn_port)
+			jeq(&b, BPF_JEQ, 6, L_SYN6, L_DROP);
+		label(&b, L_NS);
+		op(&b, BPF_LD | BPF_B | BPF_ABS, OFF_IP + 40); /* ICMPv6 type */
+		jeq(&b, BPF_JEQ, 135, L_NEXT, L_DROP);
+		cmp16(&b, OFF_IP + 48, ndp_imds_global, L_OK6, L_NS_LL); /* the target */
+		label(&b, L_NS_LL);
+		cmp16(&b, OFF_IP + 48, ndp_imds_ll, L_OK6, L_DROP);
+		if (syn_port) {
+			label(&b, L_SYN6);
+			cmp16(&b, OFF_IP + 24, ndp_imds_global, L_PORT6, L_SYN6_LL); /* dst */
+			label(&b, L_SYN6_LL);
+			cmp16(&b, OFF_IP + 24, ndp_imds_ll, L_PORT6, L_DROP);
+			label(&b, L_PORT6);
+			op(&b, BPF_LD | BPF_H | BPF_ABS, OFF_IP + 40 + 2); /* TCP dport */
+			jeq(&b, BPF_JEQ, syn_port, L_NEXT, L_DROP);
+			op(&b, BPF_LD | BPF_B | BPF_ABS, OFF_IP + 40 + 13); /* TCP flags */
+			op(&b, BPF_ALU | BPF_AND | BPF_K, 0x12);
+			jeq(&b, BPF_JEQ, 0x02, L_OK6, L_DROP);
+		}
+		label(&b, L_OK6);
+		op(&b, BPF_RET | BPF_K, ARP_FRAME_MAX); /* a solicitation with its options */
 	}
-	if (n > cap)
+	label(&b, L_ARP_OK);
+	/* 64 bytes hold the whole ARP frame and the SYN's headers up to its
+	 * flags; the rest is never copied. */
+	op(&b, BPF_RET | BPF_K, 64);
+	label(&b, L_DROP);
+	op(&b, BPF_RET | BPF_K, 0);
+	if (b.n > ARP_FILTER_MAX || b.n > cap)
 		return -ENOSPC;
-	memcpy(out, p, n * sizeof(*p));
-	return (int)n;
+	for (unsigned i = 0; i < b.n; i++) {
+		if (BPF_CLASS(b.p[i].code) != BPF_JMP)
+			continue;
+		b.p[i].jt = (uint8_t)(b.jt[i] == L_NEXT ? 0 : b.at[b.jt[i]] - i - 1);
+		b.p[i].jf = (uint8_t)(b.jf[i] == L_NEXT ? 0 : b.at[b.jf[i]] - i - 1);
+	}
+	memcpy(out, b.p, b.n * sizeof(*b.p));
+	return (int)b.n;
 }
 
 int arp_parse_syn(const uint8_t *frame, size_t len, uint8_t mac[6], uint8_t ip[4])
@@ -326,7 +401,7 @@ int arp_guard_attach(int fd, int ifindex, int allow_lo)
 
 /* ---- the socket ---------------------------------------------------------- */
 
-int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, char *err,
+int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, int v6, char *err,
 		    size_t errlen)
 {
 	struct sock_filter prog[ARP_FILTER_MAX];
@@ -344,7 +419,7 @@ int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, char *e
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		goto fail;
-	n = arp_filter_prog(ip, syn_port, prog, ARP_FILTER_MAX);
+	n = arp_filter_prog(ip, syn_port, v6, prog, ARP_FILTER_MAX);
 	if (n < 0) {
 		errno = -n;
 		step = "filter";

@@ -77,13 +77,18 @@ int arp_scan_macs(const char *buf, size_t len, struct arp_macset *out);
 
 /* ---- classic BPF --------------------------------------------------------- */
 
-#define ARP_FILTER_MAX 32
+#define ARP_FILTER_MAX 80
+/* The most of a frame the socket copies: an IPv6 neighbour solicitation
+ * with its options, an IPv6 SYN's headers. */
+#define ARP_FRAME_MAX 128
 #define ARP_GUARD_MAX 6
 
 /* ARP requests (Ethernet/IPv4) for ip; with syn_port, also IPv4 TCP SYNs
- * (no ACK, not a fragment) to ip:syn_port.  Returns the instruction count
- * or -ENOSPC. */
-int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, struct sock_filter *out, size_t cap);
+ * (no ACK, not a fragment) to ip:syn_port; with v6, IPv6 neighbour
+ * solicitations for the service's IPv6 addresses (ndp.h), and with syn_port
+ * IPv6 TCP SYNs to them.  Returns the instruction count or -ENOSPC. */
+int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, int v6, struct sock_filter *out,
+		    size_t cap);
 /* The Ethernet and IPv4 sources of a frame that filter passed as a SYN:
  * 0; -EBADMSG when it is no IPv4 frame; -EINVAL for a multicast or zero
  * source MAC.  Pure. */
@@ -108,7 +113,7 @@ int arp_guard_attach(int fd, int ifindex, int allow_lo);
  * bound to the bridge: the bridge hands frames up with a second
  * netif_receive_skb whose "original device" is the bridge itself.  The
  * port comes from the FDB instead, see run.c.) */
-int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, char *err,
+int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, int v6, char *err,
 		    size_t errlen);
 /* 0 with the frame, the ingress ifindex and the packet type; -EAGAIN when
  * empty; other -errno. */

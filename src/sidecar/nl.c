@@ -1,5 +1,6 @@
 #include "nl.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -1041,30 +1042,66 @@ int nl_link_set(struct nl_sock *s, int ifindex, const struct nl_link_set *c, cha
 	return talk(s, &req.n, what, err, errlen);
 }
 
-int nl_addr_add4(struct nl_sock *s, int ifindex, const uint8_t addr[4], uint8_t prefixlen,
-		 char *err, size_t errlen)
+/* "a.b.c.d" or an IPv6 text, then "/len" when len is given (>= 0). */
+static void ip_text(char *out, size_t cap, uint8_t family, const uint8_t *ip, int len)
+{
+	char t[INET6_ADDRSTRLEN];
+	if (!inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, ip, t, sizeof(t)))
+		snprintf(t, sizeof(t), "?");
+	if (len >= 0)
+		snprintf(out, cap, "%s/%d", t, len);
+	else
+		snprintf(out, cap, "%s", t);
+}
+
+static size_t alen_of(uint8_t family)
+{
+	return family == AF_INET6 ? 16 : 4;
+}
+
+static int addr_add(struct nl_sock *s, uint8_t family, int ifindex, const uint8_t *addr,
+		    uint8_t prefixlen, char *err, size_t errlen)
 {
 	struct {
 		struct nlmsghdr n;
 		struct ifaddrmsg a;
-		char buf[64];
+		char buf[96];
 	} req = {
 		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct ifaddrmsg)),
 		      .nlmsg_type = RTM_NEWADDR,
 		      .nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL},
-		/* Scope link: the kernel then never picks this address as
-		 * the source of the pod's own traffic on other links. */
-		.a = {.ifa_family = AF_INET, .ifa_prefixlen = prefixlen,
-		      .ifa_scope = RT_SCOPE_LINK, .ifa_index = (uint32_t)ifindex},
+		/* IPv4: scope link, so the kernel never picks the address as
+		 * the source of the pod's own traffic on other links.  IPv6:
+		 * the scope follows the address; no duplicate address
+		 * detection (the address is ours by definition, and a
+		 * tentative address could not be bound). */
+		.a = {.ifa_family = family, .ifa_prefixlen = prefixlen,
+		      .ifa_scope = family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
+		      .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0,
+		      .ifa_index = (uint32_t)ifindex},
 	};
-	char what[48];
+	char what[80], ip[64];
 
-	snprintf(what, sizeof(what), "%u.%u.%u.%u/%u on ifindex %d", addr[0], addr[1], addr[2],
-		 addr[3], prefixlen, ifindex);
-	if (nl_attr_put(&req.n, sizeof(req), IFA_LOCAL, addr, 4) ||
-	    nl_attr_put(&req.n, sizeof(req), IFA_ADDRESS, addr, 4))
+	ip_text(ip, sizeof(ip), family, addr, prefixlen);
+	snprintf(what, sizeof(what), "%s on ifindex %d", ip, ifindex);
+	if (nl_attr_put(&req.n, sizeof(req), IFA_LOCAL, addr, alen_of(family)) ||
+	    (family == AF_INET && nl_attr_put(&req.n, sizeof(req), IFA_ADDRESS, addr, 4)) ||
+	    (family == AF_INET6 &&
+	     nl_attr_put_u32(&req.n, sizeof(req), IFA_FLAGS, IFA_F_NODAD)))
 		return -EMSGSIZE;
 	return talk(s, &req.n, what, err, errlen);
+}
+
+int nl_addr_add4(struct nl_sock *s, int ifindex, const uint8_t addr[4], uint8_t prefixlen,
+		 char *err, size_t errlen)
+{
+	return addr_add(s, AF_INET, ifindex, addr, prefixlen, err, errlen);
+}
+
+int nl_addr_add6(struct nl_sock *s, int ifindex, const uint8_t addr[16], uint8_t prefixlen,
+		 char *err, size_t errlen)
+{
+	return addr_add(s, AF_INET6, ifindex, addr, prefixlen, err, errlen);
 }
 
 static uint8_t table_hdr(uint32_t table)
@@ -1073,35 +1110,51 @@ static uint8_t table_hdr(uint32_t table)
 	return table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC;
 }
 
-int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
-		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen)
+static int route_add(struct nl_sock *s, uint8_t family, uint32_t table, const uint8_t *dst,
+		     uint8_t dst_len, int oif, const uint8_t *prefsrc, int replace, char *err,
+		     size_t errlen)
 {
 	struct {
 		struct nlmsghdr n;
 		struct rtmsg r;
-		char buf[128];
+		char buf[160];
 	} req = {
 		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct rtmsg)),
 		      .nlmsg_type = RTM_NEWROUTE,
 		      .nlmsg_flags = (uint16_t)(NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL))},
-		.r = {.rtm_family = AF_INET, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
-		      .rtm_protocol = RTPROT_STATIC, .rtm_scope = RT_SCOPE_LINK,
+		/* IPv6 routes have no scope of their own (the kernel keeps
+		 * universe); IPv4's is link: the device, no gateway. */
+		.r = {.rtm_family = family, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
+		      .rtm_protocol = RTPROT_STATIC,
+		      .rtm_scope = family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
 		      .rtm_type = RTN_UNICAST},
 	};
-	char what[64];
+	char what[96], ip[64];
 
-	snprintf(what, sizeof(what), "%u.%u.%u.%u/%u table %u", dst[0], dst[1], dst[2], dst[3],
-		 dst_len, table);
+	ip_text(ip, sizeof(ip), family, dst, dst_len);
+	snprintf(what, sizeof(what), "%s table %u", ip, table);
 	if (nl_attr_put_u32(&req.n, sizeof(req), RTA_TABLE, table) ||
-	    nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, 4) ||
+	    (dst_len && nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, alen_of(family))) ||
 	    nl_attr_put_u32(&req.n, sizeof(req), RTA_OIF, (uint32_t)oif) ||
-	    (prefsrc && nl_attr_put(&req.n, sizeof(req), RTA_PREFSRC, prefsrc, 4)))
+	    (prefsrc && nl_attr_put(&req.n, sizeof(req), RTA_PREFSRC, prefsrc, alen_of(family))))
 		return -EMSGSIZE;
 	return talk(s, &req.n, what, err, errlen);
 }
 
-int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
-		  char *err, size_t errlen)
+int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
+		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen)
+{
+	return route_add(s, AF_INET, table, dst, dst_len, oif, prefsrc, replace, err, errlen);
+}
+
+int nl_route_add6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
+		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen)
+{
+	return route_add(s, AF_INET6, table, dst, dst_len, oif, prefsrc, replace, err, errlen);
+}
+
+static int neigh_set(struct nl_sock *s, uint8_t family, int ifindex, const uint8_t *ip,
+		     const uint8_t mac[6], char *err, size_t errlen)
 {
 	struct {
 		struct nlmsghdr n;
@@ -1111,20 +1164,32 @@ int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uin
 		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct ndmsg)),
 		      .nlmsg_type = RTM_NEWNEIGH,
 		      .nlmsg_flags = (uint16_t)(NLM_F_CREATE | NLM_F_REPLACE)},
-		.nd = {.ndm_family = AF_INET, .ndm_ifindex = ifindex, .ndm_state = NUD_PERMANENT},
+		.nd = {.ndm_family = family, .ndm_ifindex = ifindex, .ndm_state = NUD_PERMANENT},
 	};
-	char what[64];
+	char what[96], t[64];
 
-	snprintf(what, sizeof(what), "%u.%u.%u.%u on ifindex %d", ip[0], ip[1], ip[2], ip[3],
-		 ifindex);
-	if (nl_attr_put(&req.n, sizeof(req), NDA_DST, ip, 4) ||
+	ip_text(t, sizeof(t), family, ip, -1);
+	snprintf(what, sizeof(what), "%s on ifindex %d", t, ifindex);
+	if (nl_attr_put(&req.n, sizeof(req), NDA_DST, ip, alen_of(family)) ||
 	    nl_attr_put(&req.n, sizeof(req), NDA_LLADDR, mac, 6))
 		return -EMSGSIZE;
 	return talk(s, &req.n, what, err, errlen);
 }
 
-int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
+int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
 		  char *err, size_t errlen)
+{
+	return neigh_set(s, AF_INET, ifindex, ip, mac, err, errlen);
+}
+
+int nl_neigh_set6(struct nl_sock *s, int ifindex, const uint8_t ip[16], const uint8_t mac[6],
+		  char *err, size_t errlen)
+{
+	return neigh_set(s, AF_INET6, ifindex, ip, mac, err, errlen);
+}
+
+static int route_del(struct nl_sock *s, uint8_t family, uint32_t table, const uint8_t *dst,
+		     uint8_t dst_len, char *err, size_t errlen)
 {
 	struct {
 		struct nlmsghdr n;
@@ -1133,15 +1198,52 @@ int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8
 	} req = {
 		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct rtmsg)),
 		      .nlmsg_type = RTM_DELROUTE},
-		.r = {.rtm_family = AF_INET, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
+		.r = {.rtm_family = family, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
 		      .rtm_scope = RT_SCOPE_NOWHERE},
 	};
-	char what[64];
+	char what[96], ip[64];
 
-	snprintf(what, sizeof(what), "%u.%u.%u.%u/%u table %u", dst[0], dst[1], dst[2], dst[3],
-		 dst_len, table);
+	ip_text(ip, sizeof(ip), family, dst, dst_len);
+	snprintf(what, sizeof(what), "%s table %u", ip, table);
 	if (nl_attr_put_u32(&req.n, sizeof(req), RTA_TABLE, table) ||
-	    (dst_len && nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, 4)))
+	    (dst_len && nl_attr_put(&req.n, sizeof(req), RTA_DST, dst, alen_of(family))))
+		return -EMSGSIZE;
+	return talk(s, &req.n, what, err, errlen);
+}
+
+int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
+		  char *err, size_t errlen)
+{
+	return route_del(s, AF_INET, table, dst, dst_len, err, errlen);
+}
+
+int nl_route_del6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
+		  char *err, size_t errlen)
+{
+	return route_del(s, AF_INET6, table, dst, dst_len, err, errlen);
+}
+
+static int rule_add(struct nl_sock *s, uint8_t family, const uint8_t *src, uint8_t src_len,
+		    uint32_t table, uint32_t priority, char *err, size_t errlen)
+{
+	struct {
+		struct nlmsghdr n;
+		struct fib_rule_hdr f;
+		char buf[96];
+	} req = {
+		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct fib_rule_hdr)),
+		      .nlmsg_type = RTM_NEWRULE,
+		      .nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL},
+		.f = {.family = family, .src_len = src_len, .table = table_hdr(table),
+		      .action = FR_ACT_TO_TBL},
+	};
+	char what[96], ip[64];
+
+	ip_text(ip, sizeof(ip), family, src, src_len);
+	snprintf(what, sizeof(what), "from %s lookup %u", ip, table);
+	if (nl_attr_put(&req.n, sizeof(req), FRA_SRC, src, alen_of(family)) ||
+	    nl_attr_put_u32(&req.n, sizeof(req), FRA_TABLE, table) ||
+	    nl_attr_put_u32(&req.n, sizeof(req), FRA_PRIORITY, priority))
 		return -EMSGSIZE;
 	return talk(s, &req.n, what, err, errlen);
 }
@@ -1149,25 +1251,12 @@ int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8
 int nl_rule_add4(struct nl_sock *s, const uint8_t src[4], uint8_t src_len, uint32_t table,
 		 uint32_t priority, char *err, size_t errlen)
 {
-	struct {
-		struct nlmsghdr n;
-		struct fib_rule_hdr f;
-		char buf[64];
-	} req = {
-		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct fib_rule_hdr)),
-		      .nlmsg_type = RTM_NEWRULE,
-		      .nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL},
-		.f = {.family = AF_INET, .src_len = src_len, .table = table_hdr(table),
-		      .action = FR_ACT_TO_TBL},
-	};
-	char what[64];
+	return rule_add(s, AF_INET, src, src_len, table, priority, err, errlen);
+}
 
-	snprintf(what, sizeof(what), "from %u.%u.%u.%u/%u lookup %u", src[0], src[1], src[2],
-		 src[3], src_len, table);
-	if (nl_attr_put(&req.n, sizeof(req), FRA_SRC, src, 4) ||
-	    nl_attr_put_u32(&req.n, sizeof(req), FRA_TABLE, table) ||
-	    nl_attr_put_u32(&req.n, sizeof(req), FRA_PRIORITY, priority))
-		return -EMSGSIZE;
-	return talk(s, &req.n, what, err, errlen);
+int nl_rule_add6(struct nl_sock *s, const uint8_t src[16], uint8_t src_len, uint32_t table,
+		 uint32_t priority, char *err, size_t errlen)
+{
+	return rule_add(s, AF_INET6, src, src_len, table, priority, err, errlen);
 }
 

@@ -227,21 +227,32 @@ int nl_link_set(struct nl_sock *s, int ifindex, const struct nl_link_set *c, cha
 
 int nl_addr_add4(struct nl_sock *s, int ifindex, const uint8_t addr[4], uint8_t prefixlen,
 		 char *err, size_t errlen);
+/* IPv6: without duplicate address detection (IFA_F_NODAD). */
+int nl_addr_add6(struct nl_sock *s, int ifindex, const uint8_t addr[16], uint8_t prefixlen,
+		 char *err, size_t errlen);
 
 /* IPv4 route dst/dst_len dev oif in table, scope link, with prefsrc when
  * given; replace = NLM_F_REPLACE instead of NLM_F_EXCL. */
 int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen);
+int nl_route_add6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
+		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen);
 /* A permanent IPv4 neighbour entry ip -> mac on ifindex (created or
  * replaced). */
 int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
+		  char *err, size_t errlen);
+int nl_neigh_set6(struct nl_sock *s, int ifindex, const uint8_t ip[16], const uint8_t mac[6],
 		  char *err, size_t errlen);
 /* Deletes the IPv4 route dst/dst_len of table (any device).  -ESRCH when
  * there is none. */
 int nl_route_del4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
 		  char *err, size_t errlen);
+int nl_route_del6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
+		  char *err, size_t errlen);
 /* "from src/src_len lookup table" at priority. */
 int nl_rule_add4(struct nl_sock *s, const uint8_t src[4], uint8_t src_len, uint32_t table,
+		 uint32_t priority, char *err, size_t errlen);
+int nl_rule_add6(struct nl_sock *s, const uint8_t src[16], uint8_t src_len, uint32_t table,
 		 uint32_t priority, char *err, size_t errlen);
 
 #endif

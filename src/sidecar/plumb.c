@@ -13,6 +13,7 @@
 #include <linux/fib_rules.h>
 
 #include "arp.h"
+#include "ndp.h"
 
 #ifndef SO_BINDTOIFINDEX
 #define SO_BINDTOIFINDEX 62 /* Linux 5.0; musl's headers may lack it */
@@ -20,7 +21,6 @@
 
 const uint8_t plumb_imds_ip[4] = {169, 254, 169, 254};
 const uint8_t plumb_peer_mac[6] = {0xfe, 0xff, 0xff, 0xff, 0xff, 0xfe};
-static const uint8_t any4[4] = {0, 0, 0, 0};
 
 /* ---- pure helpers -------------------------------------------------------- */
 
@@ -191,6 +191,9 @@ static int ensure_pair(struct nl_sock *s, const struct nl_link *links, size_t n,
 
 struct find_addr {
 	int ifindex;
+	uint8_t family;
+	uint8_t prefixlen;
+	const uint8_t *ip;
 	int found;
 };
 
@@ -200,63 +203,162 @@ static int find_addr_cb(const struct nl_msgview *m, void *ud)
 	struct nl_addr a;
 	if (nl_parse_addr(m, &a))
 		return 0;
-	if (a.ifindex == f->ifindex && a.family == AF_INET && a.prefixlen == 32 && a.has_local &&
-	    memcmp(a.local, plumb_imds_ip, 4) == 0)
+	if (a.ifindex == f->ifindex && a.family == f->family && a.prefixlen == f->prefixlen &&
+	    a.has_local && memcmp(a.local, f->ip, f->family == AF_INET6 ? 16 : 4) == 0)
 		f->found = 1;
 	return 0;
 }
 
-static int is_our_rule(const struct nl_rule *r)
+static int has_addr(struct nl_sock *s, int ifindex, uint8_t family, const uint8_t *ip,
+		    uint8_t prefixlen, int *found, char *err, size_t errlen)
 {
-	return r->family == AF_INET && r->action == FR_ACT_TO_TBL && r->table == PLUMB_TABLE &&
-	       r->priority == PLUMB_RULE_PREF && r->has_src && r->src_len == 32 &&
-	       memcmp(r->src, plumb_imds_ip, 4) == 0 && !r->has_dst && !r->dst_len &&
+	struct find_addr fa = {ifindex, family, prefixlen, ip, 0};
+	int ret = nl_dump_all(s, RTM_GETADDR, family, find_addr_cb, &fa, err, errlen);
+	*found = fa.found;
+	return ret;
+}
+
+struct find_rule {
+	uint8_t family;
+	const uint8_t *src; /* a host address of the family */
+	int found;
+};
+
+static int is_our_rule(const struct nl_rule *r, const struct find_rule *f)
+{
+	size_t alen = f->family == AF_INET6 ? 16 : 4;
+	return r->family == f->family && r->action == FR_ACT_TO_TBL && r->table == PLUMB_TABLE &&
+	       r->priority == PLUMB_RULE_PREF && r->has_src && r->src_len == alen * 8 &&
+	       memcmp(r->src, f->src, alen) == 0 && !r->has_dst && !r->dst_len &&
 	       !r->has_iif && !r->has_oif && !r->has_fwmark;
 }
 
 static int find_rule_cb(const struct nl_msgview *m, void *ud)
 {
-	int *found = ud;
+	struct find_rule *f = ud;
 	struct nl_rule r;
-	if (!nl_parse_rule(m, &r) && is_our_rule(&r))
-		*found = 1;
+	if (!nl_parse_rule(m, &r) && is_our_rule(&r, f))
+		f->found = 1;
 	return 0;
 }
 
 #define STALE_MAX 8
 
 struct find_route {
+	uint8_t family;
 	int oif;
 	int found;      /* the right route */
 	size_t nstale;  /* other routes in our table (an older version's, a stray) */
-	uint8_t stale[STALE_MAX][5]; /* dst, dst_len */
+	uint8_t stale[STALE_MAX][17]; /* dst, dst_len */
 };
 
 static int find_route_cb(const struct nl_msgview *m, void *ud)
 {
+	static const uint8_t any[16];
 	struct find_route *f = ud;
 	struct nl_route r;
-	if (nl_parse_route(m, &r) || r.family != AF_INET || r.table != PLUMB_TABLE)
+	if (nl_parse_route(m, &r) || r.family != f->family || r.table != PLUMB_TABLE)
 		return 0;
+	/* IPv4: with the service's address as preferred source.  IPv6: the
+	 * source is the socket's (the rules pick this table by it). */
 	if (r.dst_len == 0 && r.oif == f->oif && !r.has_gw && r.type == RTN_UNICAST &&
-	    r.has_prefsrc && memcmp(r.prefsrc, plumb_imds_ip, 4) == 0) {
+	    (f->family == AF_INET6 ||
+	     (r.has_prefsrc && memcmp(r.prefsrc, plumb_imds_ip, 4) == 0))) {
 		f->found = 1;
 	} else if (r.dst_len != 0 && f->nstale < STALE_MAX) {
-		memcpy(f->stale[f->nstale], r.has_dst ? r.dst : any4, 4);
-		f->stale[f->nstale++][4] = r.dst_len;
+		memcpy(f->stale[f->nstale], r.has_dst ? r.dst : any, 16);
+		f->stale[f->nstale++][16] = r.dst_len;
 	}
 	return 0;
 }
 
+/* Our table's default route for family by veth-imds, and no other: the
+ * route (replaced in place when it names another device) and the
+ * deletion of strays, as *changes says. */
+static int ensure_route(struct nl_sock *s, uint8_t family, int oif, unsigned *changes, char *err,
+			size_t errlen)
+{
+	static const uint8_t any[16];
+	struct find_route ft = {.family = family, .oif = oif};
+	int ret;
+
+	if ((ret = nl_dump_all(s, RTM_GETROUTE, family, find_route_cb, &ft, err, errlen)))
+		return ret;
+	for (size_t i = 0; i < ft.nstale; i++) {
+		ret = family == AF_INET6
+			      ? nl_route_del6(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][16], err, errlen)
+			      : nl_route_del4(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][16], err, errlen);
+		if (ret && ret != -ESRCH)
+			return ret;
+		*changes |= PLUMB_CH_ROUTE;
+	}
+	if (!ft.found) {
+		ret = family == AF_INET6
+			      ? nl_route_add6(s, PLUMB_TABLE, any, 0, oif, NULL, 1, err, errlen)
+			      : nl_route_add4(s, PLUMB_TABLE, any, 0, oif, plumb_imds_ip, 1, err, errlen);
+		if (ret)
+			return ret;
+		*changes |= PLUMB_CH_ROUTE;
+	}
+	return 0;
+}
+
+static int ensure_rule(struct nl_sock *s, uint8_t family, const uint8_t *src, unsigned *changes,
+		       char *err, size_t errlen)
+{
+	struct find_rule fr = {family, src, 0};
+	int ret;
+
+	if ((ret = nl_dump_all(s, RTM_GETRULE, family, find_rule_cb, &fr, err, errlen)))
+		return ret;
+	if (fr.found)
+		return 0;
+	ret = family == AF_INET6
+		      ? nl_rule_add6(s, src, 128, PLUMB_TABLE, PLUMB_RULE_PREF, err, errlen)
+		      : nl_rule_add4(s, src, 32, PLUMB_TABLE, PLUMB_RULE_PREF, err, errlen);
+	if (ret && ret != -EEXIST)
+		return ret;
+	*changes |= PLUMB_CH_RULE;
+	return 0;
+}
+
+static int ensure_addr(struct nl_sock *s, int ifindex, uint8_t family, const uint8_t *ip,
+		       uint8_t prefixlen, unsigned *changes, char *err, size_t errlen)
+{
+	int found, ret;
+
+	if ((ret = has_addr(s, ifindex, family, ip, prefixlen, &found, err, errlen)))
+		return ret;
+	if (found)
+		return 0;
+	ret = family == AF_INET6 ? nl_addr_add6(s, ifindex, ip, prefixlen, err, errlen)
+				 : nl_addr_add4(s, ifindex, ip, prefixlen, err, errlen);
+	if (ret && ret != -EEXIST)
+		return ret;
+	*changes |= PLUMB_CH_ADDR;
+	return 0;
+}
+
+/* IPv6: fd00:ec2::254/128 and fe80::a9fe:a9fe/64 on veth-imds, a rule for
+ * each to our table, the table's default by veth-imds. */
+static int ensure_v6(struct nl_sock *s, int veth, unsigned *changes, char *err, size_t errlen)
+{
+	int ret;
+	if ((ret = ensure_addr(s, veth, AF_INET6, ndp_imds_global, 128, changes, err, errlen)) ||
+	    (ret = ensure_addr(s, veth, AF_INET6, ndp_imds_ll, 64, changes, err, errlen)) ||
+	    (ret = ensure_rule(s, AF_INET6, ndp_imds_global, changes, err, errlen)) ||
+	    (ret = ensure_rule(s, AF_INET6, ndp_imds_ll, changes, err, errlen)) ||
+	    (ret = ensure_route(s, AF_INET6, veth, changes, err, errlen)))
+		return ret;
+	return 0;
+}
+
 int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
-		 size_t n, const uint8_t mac[6], uint32_t mtu, unsigned *changes, char *err,
-		 size_t errlen)
+		 size_t n, const uint8_t mac[6], uint32_t mtu, int want_v6, unsigned *changes,
+		 char *err, size_t errlen)
 {
 	struct nl_link v, p;
 	struct nl_link_set c;
-	struct find_addr fa;
-	struct find_route ft;
-	int found_rule = 0;
 	int ret;
 
 	*changes = 0;
@@ -304,41 +406,27 @@ int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link
 	if (!(v.flags & IFF_UP) && (ret = set1(s, v.ifindex, &c, changes, PLUMB_CH_UP, err, errlen)))
 		goto out;
 
-	fa = (struct find_addr){v.ifindex, 0};
-	if ((ret = nl_dump_all(s, RTM_GETADDR, AF_INET, find_addr_cb, &fa, err, errlen)))
+	if ((ret = ensure_addr(s, v.ifindex, AF_INET, plumb_imds_ip, 32, changes, err, errlen)) ||
+	    (ret = ensure_rule(s, AF_INET, plumb_imds_ip, changes, err, errlen)) ||
+	    (ret = ensure_route(s, AF_INET, v.ifindex, changes, err, errlen)))
 		goto out;
-	if (!fa.found) {
-		ret = nl_addr_add4(s, v.ifindex, plumb_imds_ip, 32, err, errlen);
-		if (ret && ret != -EEXIST)
+	st->v6 = 0;
+	if (want_v6) {
+		char why[256];
+		unsigned c6 = 0;
+		ret = ensure_v6(s, v.ifindex, &c6, why, sizeof(why));
+		if (ret == -EACCES || ret == -EAFNOSUPPORT || ret == -EOPNOTSUPP) {
+			/* IPv6 off in the pod (disable_ipv6) or in the kernel:
+			 * IPv4 alone, said once by the caller. */
+			snprintf(st->v6_off, sizeof(st->v6_off), "%s", why);
+		} else if (ret) {
+			snprintf(err, errlen, "%s", why);
 			goto out;
-		*changes |= PLUMB_CH_ADDR;
-	}
-
-	if ((ret = nl_dump_all(s, RTM_GETRULE, AF_INET, find_rule_cb, &found_rule, err, errlen)))
-		goto out;
-	if (!found_rule) {
-		ret = nl_rule_add4(s, plumb_imds_ip, 32, PLUMB_TABLE, PLUMB_RULE_PREF, err, errlen);
-		if (ret && ret != -EEXIST)
-			goto out;
-		*changes |= PLUMB_CH_RULE;
-	}
-
-	ft = (struct find_route){.oif = v.ifindex};
-	if ((ret = nl_dump_all(s, RTM_GETROUTE, AF_INET, find_route_cb, &ft, err, errlen)))
-		goto out;
-	for (size_t i = 0; i < ft.nstale; i++) {
-		ret = nl_route_del4(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][4], err, errlen);
-		if (ret && ret != -ESRCH)
-			goto out;
-		*changes |= PLUMB_CH_ROUTE;
-	}
-	if (!ft.found) {
-		/* Replace: a stale default (another oif) is corrected in place. */
-		ret = nl_route_add4(s, PLUMB_TABLE, any4, 0, v.ifindex, plumb_imds_ip, 1, err,
-				    errlen);
-		if (ret)
-			goto out;
-		*changes |= PLUMB_CH_ROUTE;
+		} else {
+			st->v6 = 1;
+			st->v6_off[0] = '\0';
+		}
+		*changes |= c6;
 	}
 	ret = 0;
 out:
@@ -393,27 +481,37 @@ int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *er
 	return ret ? ret : (int)l.n;
 }
 
-int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned hops, int allow_lo,
-			char *err, size_t errlen)
+/* A TCP listener of family on addr (a sockaddr_in or _in6), as
+ * plumb_listener_open says. */
+static int listener_open(int veth, const struct sockaddr *addr, socklen_t alen, unsigned hops,
+			 int allow_lo, char *err, size_t errlen)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
 	const char *step = "socket";
-	int one = 1, fd, ret;
+	int family = addr->sa_family, one = 1, fd, ret, h = (int)hops;
+	char where[INET6_ADDRSTRLEN + 16];
 
-	memcpy(&sin.sin_addr, ip, 4);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
 	step = "SO_REUSEADDR";
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
 		goto fail;
 	/* Answers go one link far (IMDS_HOP_LIMIT): the SYN-ACK already. */
-	step = "IP_TTL";
-	int ttl = (int)hops;
-	if (setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)))
-		goto fail;
+	if (family == AF_INET6) {
+		step = "IPV6_V6ONLY";
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
+			goto fail;
+		step = "IPV6_UNICAST_HOPS";
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &h, sizeof(h)))
+			goto fail;
+	} else {
+		step = "IP_TTL";
+		if (setsockopt(fd, IPPROTO_IP, IP_TTL, &h, sizeof(h)))
+			goto fail;
+	}
 	/* The address is put on veth-imds by the same pass that opens this
-	 * listener, and comes back after the veth is recreated: bind first. */
+	 * listener, and comes back after the veth is recreated: bind first
+	 * (IP_FREEBIND applies to IPv6 sockets as well). */
 	step = "IP_FREEBIND";
 	if (setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)))
 		goto fail;
@@ -436,7 +534,7 @@ int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned h
 		goto fail;
 	}
 	step = "bind";
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+	if (bind(fd, addr, alen))
 		goto fail;
 	step = "listen";
 	if (listen(fd, 511))
@@ -444,9 +542,40 @@ int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned h
 	return fd;
 fail:
 	ret = -errno;
-	snprintf(err, errlen, "listener %u.%u.%u.%u:%u on ifindex %d: %s: %s", ip[0], ip[1], ip[2],
-		 ip[3], port, veth, step, strerror(errno));
+	if (family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)addr;
+		char t[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, &s6->sin6_addr, t, sizeof(t));
+		snprintf(where, sizeof(where), "[%s]:%u", t, ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)addr;
+		char t[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &s4->sin_addr, t, sizeof(t));
+		snprintf(where, sizeof(where), "%s:%u", t, ntohs(s4->sin_port));
+	}
+	snprintf(err, errlen, "listener %s on ifindex %d: %s: %s", where, veth, step,
+		 strerror(-ret));
 	if (fd >= 0)
 		close(fd);
 	return ret;
+}
+
+int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned hops, int allow_lo,
+			char *err, size_t errlen)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+	memcpy(&sin.sin_addr, ip, 4);
+	return listener_open(veth, (struct sockaddr *)&sin, sizeof(sin), hops, allow_lo, err,
+			     errlen);
+}
+
+int plumb_listener_open6(int veth, const uint8_t ip[16], uint16_t port, unsigned hops,
+			 int allow_lo, char *err, size_t errlen)
+{
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+	memcpy(&sin6.sin6_addr, ip, 16);
+	if (ip[0] == 0xfe && (ip[1] & 0xc0) == 0x80)
+		sin6.sin6_scope_id = (uint32_t)veth; /* link-local: on veth-imds */
+	return listener_open(veth, (struct sockaddr *)&sin6, sizeof(sin6), hops, allow_lo, err,
+			     errlen);
 }

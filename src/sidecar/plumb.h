@@ -54,6 +54,8 @@ struct plumb_state {
 	int veth; /* ifindex of veth-imds; 0: none */
 	int peer; /* ifindex of veth-imds-br */
 	uint32_t mtu;
+	int v6;   /* the IPv6 addresses, rules and route are in place */
+	char v6_off[256]; /* why not, when IPv6 is off in the pod */
 };
 
 /* ---- pure helpers -------------------------------------------------------- */
@@ -90,11 +92,13 @@ void plumb_changes_text(unsigned changes, char *out, size_t cap);
 
 /* Makes the plumbing correct (links: a fresh dump): the veth pair with mac
  * on veth-imds and mtu on both, up, not enslaved, the address, the rule and
- * the table's route.  *changes says what was written (PLUMB_CH_*; 0: it was
+ * the table's route; with want_v6 the same for IPv6 (fd00:ec2::254/128,
+ * fe80::a9fe:a9fe/64, a rule from each; st->v6 says whether they are in
+ * place, st->v6_off why not when the pod has IPv6 off, which is no error).  *changes says what was written (PLUMB_CH_*; 0: it was
  * all right).  0 or -errno, details in err. */
 int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link *links,
-		 size_t n, const uint8_t mac[6], uint32_t mtu, unsigned *changes, char *err,
-		 size_t errlen);
+		 size_t n, const uint8_t mac[6], uint32_t mtu, int want_v6, unsigned *changes,
+		 char *err, size_t errlen);
 
 /* The pod's own IPv4 addresses a guest could also be using as its source
  * (bridge binding gives the guest the pod IP and keeps it on a dummy in the
@@ -109,5 +113,9 @@ int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *er
  * before listen().  fd or -errno. */
 int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned hops, int allow_lo,
 			char *err, size_t errlen);
+/* The same for an IPv6 address (IPV6_V6ONLY, IPV6_UNICAST_HOPS hops; a
+ * link-local address scoped to veth-imds). */
+int plumb_listener_open6(int veth, const uint8_t ip[16], uint16_t port, unsigned hops,
+			 int allow_lo, char *err, size_t errlen);
 
 #endif

@@ -41,6 +41,7 @@
 #include "http.h"
 #include "log.h"
 #include "nft.h"
+#include "ndp.h"
 #include "nl.h"
 #include "plumb.h"
 #include "steer.h"
@@ -81,8 +82,10 @@ struct run {
 	uint64_t wait_since_ms, start_ms;
 	unsigned retry_ms;
 
-	int arp, arp_if;
+	int arp, arp_if, arp_v6;
 	int lis, lis_if;
+	int lis6[2], lis6_if;      /* fd00:ec2::254, fe80::a9fe:a9fe */
+	int v6_said;               /* IPv6 off in the pod: logged */
 
 	/* The answers leave veth-imds on-link to whatever source asked: the
 	 * VM's address, an address the guest routes (hop limit > 1), the pod
@@ -91,12 +94,12 @@ struct run {
 	 * from an off-subnet sender, the MAC a source's SYN came from is written
 	 * as its neighbour entry (learned from the VM's frames only). */
 	struct {
-		uint8_t ip[4], mac[6];
+		uint8_t family, ip[16], mac[6];
 	} neigh[NEIGH_MAX];
 	size_t nneigh, neigh_next;
 	int neigh_if;
 
-	unsigned long long arp_answered, neigh_written;
+	unsigned long long arp_answered, ndp_answered, neigh_written;
 };
 
 static void reconcile(struct run *r);
@@ -189,11 +192,51 @@ static int ensure_listener(struct run *r, int want_if)
 	return 0;
 }
 
+/* The IPv6 listeners, on veth-imds when its IPv6 plumbing is in place
+ * (want_if 0: none). */
+static int ensure_listener6(struct run *r, int want_if)
+{
+	char err[256];
+	int ret;
+
+	for (int a = 0; a < 2; a++)
+		if (listener_gone(r, r->lis6[a]))
+			return -ESHUTDOWN;
+	if (r->lis6_if == want_if && (!want_if || (r->lis6[0] >= 0 && r->lis6[1] >= 0)))
+		return 0;
+	for (int a = 0; a < 2; a++) {
+		if (r->lis6[a] >= 0)
+			http_server_close_listener(r->http, r->lis6[a]);
+		r->lis6[a] = -1;
+	}
+	r->lis6_if = 0;
+	if (!want_if)
+		return 0;
+	for (int a = 0; a < 2; a++) {
+		int nfd = plumb_listener_open6(want_if, ndp_imds_addr[a], r->port, r->hops, r->passt, err,
+					       sizeof(err));
+		if (nfd < 0) {
+			log_error("net: %s", err);
+			return nfd;
+		}
+		if ((ret = http_server_listen_fd(r->http, nfd))) {
+			log_error("net: IPv6 listener on %s: %s", PLUMB_VETH, strerror(-ret));
+			close(nfd);
+			return ret;
+		}
+		r->lis6[a] = nfd;
+	}
+	r->lis6_if = want_if;
+	return 0;
+}
+
 /* ---- ARP ----------------------------------------------------------------- */
 
-/* ip is at mac: make veth-imds's neighbour entry say so, once per pair. */
-static void learn(struct run *r, const uint8_t ip[4], const uint8_t mac[6])
+/* ip (of family) is at mac: make veth-imds's neighbour entry say so, once
+ * per pair. */
+static void learn(struct run *r, uint8_t family, const uint8_t *ip, const uint8_t mac[6])
 {
+	size_t alen = family == AF_INET6 ? 16 : 4;
 	char err[256];
 	size_t i;
 	int ret;
@@ -202,14 +245,15 @@ static void learn(struct run *r, const uint8_t ip[4], const uint8_t mac[6])
 		r->nneigh = r->neigh_next = 0; /* a new veth-imds: no entries */
 		r->neigh_if = r->arp_if;
 	}
-	if (ip[0] == 0 || memcmp(ip, r->ip, 4) == 0)
+	if (family == AF_INET && (ip[0] == 0 || memcmp(ip, r->ip, 4) == 0))
 		return; /* a probe (0.0.0.0), an announcement */
 	for (i = 0; i < r->nneigh; i++)
-		if (memcmp(r->neigh[i].ip, ip, 4) == 0)
+		if (r->neigh[i].family == family && memcmp(r->neigh[i].ip, ip, alen) == 0)
 			break;
 	if (i < r->nneigh && memcmp(r->neigh[i].mac, mac, 6) == 0)
 		return;
-	ret = nl_neigh_set4(&r->req, r->arp_if, ip, mac, err, sizeof(err));
+	ret = family == AF_INET6 ? nl_neigh_set6(&r->req, r->arp_if, ip, mac, err, sizeof(err))
+				 : nl_neigh_set4(&r->req, r->arp_if, ip, mac, err, sizeof(err));
 	if (ret) {
 		log_error("net: %s", err);
 		return;
@@ -221,8 +265,31 @@ static void learn(struct run *r, const uint8_t ip[4], const uint8_t mac[6])
 		else
 			i = r->neigh_next++ % NEIGH_MAX; /* the oldest goes */
 	}
-	memcpy(r->neigh[i].ip, ip, 4);
+	r->neigh[i].family = family;
+	memcpy(r->neigh[i].ip, ip, alen);
 	memcpy(r->neigh[i].mac, mac, 6);
+}
+
+/* A neighbour solicitation for one of the service's IPv6 addresses: the
+ * VM's (nothing else reaches veth-imds), answered from veth-imds's MAC. */
+static void answer_ns(struct run *r, int fd, const uint8_t *frame, size_t len)
+{
+	uint8_t reply[NDP_NA_LEN];
+	struct ndp_ns ns;
+	size_t rlen;
+	int ret;
+
+	if (ndp_parse_ns(frame, len, &ns) || ndp_classify(&ns, ndp_imds_addr, 2) != NDP_ANSWER)
+		return;
+	static const uint8_t unspecified[16];
+	if (memcmp(ns.src, unspecified, 16) != 0) /* not :: (DAD) */
+		learn(r, AF_INET6, ns.src, ns.has_slla ? ns.slla : ns.eth_src);
+	rlen = ndp_build_na(&ns, r->vmac, reply, sizeof(reply));
+	ret = arp_socket_send(fd, r->arp_if, reply, rlen);
+	if (ret)
+		log_error("net: neighbour advertisement: %s", strerror(-ret));
+	else
+		r->ndp_answered++;
 }
 
 /* Every frame that reaches veth-imds was steered there from one of the VM's
@@ -236,7 +303,7 @@ static void on_arp(struct loop *l, int fd, void *data, int mask)
 	(void)mask;
 
 	for (int i = 0; i < ARP_BATCH; i++) {
-		uint8_t frame[64], reply[ARP_FRAME_LEN];
+		uint8_t frame[ARP_FRAME_MAX], reply[ARP_FRAME_LEN];
 		struct arp_pkt p;
 		size_t len, rlen;
 		int ifi, pkttype, ret;
@@ -251,15 +318,23 @@ static void on_arp(struct loop *l, int fd, void *data, int mask)
 		if (pkttype == PACKET_OUTGOING)
 			continue;
 		{
-			uint8_t mac[6], ip[4];
+			uint8_t mac[6], ip[16];
 			if (arp_parse_syn(frame, len, mac, ip) == 0) {
-				learn(r, ip, mac);
+				learn(r, AF_INET, ip, mac);
+				continue;
+			}
+			if (ndp_parse_syn(frame, len, mac, ip) == 0) {
+				learn(r, AF_INET6, ip, mac);
 				continue;
 			}
 		}
+		if (len > 13 && frame[12] == 0x86 && frame[13] == 0xdd) {
+			answer_ns(r, fd, frame, len);
+			continue;
+		}
 		if (arp_parse(frame, len, &p) || arp_classify(&p, r->ip) != ARP_ANSWER)
 			continue;
-		learn(r, p.spa, p.sha);
+		learn(r, AF_INET, p.spa, p.sha);
 		rlen = arp_build_reply(&p, r->vmac, r->ip, reply, sizeof(reply));
 		ret = arp_socket_send(fd, r->arp_if, reply, rlen);
 		if (ret)
@@ -274,13 +349,13 @@ static int ensure_arp(struct run *r, int want_if)
 	char err[256];
 	int nfd, ret;
 
-	if (r->arp >= 0 && r->arp_if == want_if)
+	if (r->arp >= 0 && r->arp_if == want_if && r->arp_v6 == r->ps.v6)
 		return 0;
 	close_fd(r, &r->arp);
 	r->arp_if = 0;
 	if (!want_if)
 		return 0;
-	nfd = arp_socket_open(want_if, r->ip, r->port, err, sizeof(err));
+	nfd = arp_socket_open(want_if, r->ip, r->port, r->ps.v6, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
@@ -292,6 +367,7 @@ static int ensure_arp(struct run *r, int want_if)
 	}
 	r->arp = nfd;
 	r->arp_if = want_if;
+	r->arp_v6 = r->ps.v6;
 	return 0;
 }
 
@@ -413,7 +489,7 @@ static void reconcile(struct run *r)
 	r->want.local_ok = r->passt;
 	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
 					STEER_MAX_TAPS, &mtu);
-	ret = plumb_ensure(&r->req, &r->ps, r->links, r->nlinks, r->vmac, mtu, &changes, err,
+	ret = plumb_ensure(&r->req, &r->ps, r->links, r->nlinks, r->vmac, mtu, 1, &changes, err,
 			   sizeof(err));
 	if (ret) {
 		log_error("net: plumbing: %s", err);
@@ -437,8 +513,13 @@ static void reconcile(struct run *r)
 		return;
 	}
 	r->want.nlocal = (size_t)nlocal;
+	if (!r->ps.v6 && !r->v6_said) {
+		log_info("net: IPv6 is off in the pod (%s): 169.254.169.254 only", r->ps.v6_off);
+		r->v6_said = 1;
+	}
 	ret = ensure_rules(r);
-	if (!ret && (ensure_arp(r, r->ps.veth) || ensure_listener(r, r->ps.veth)))
+	if (!ret && (ensure_arp(r, r->ps.veth) || ensure_listener(r, r->ps.veth) ||
+		     ensure_listener6(r, r->ps.v6 ? r->ps.veth : 0)))
 		ret = -1;
 	if (r->draining)
 		return;
@@ -452,8 +533,9 @@ static void reconcile(struct run *r)
 		char m[18];
 		fmt_mac(r->vmac, m);
 		describe_taps(r, &r->want, taps, sizeof(taps));
-		log_info("net: serving %u.%u.%u.%u:%u on %s (%s) to %s%s%s, hop limit %u", r->ip[0],
-			 r->ip[1], r->ip[2], r->ip[3], r->port, PLUMB_VETH, m,
+		log_info("net: serving %u.%u.%u.%u%s:%u on %s (%s) to %s%s%s, hop limit %u", r->ip[0],
+			 r->ip[1], r->ip[2], r->ip[3],
+			 r->ps.v6 ? ", [fd00:ec2::254], [fe80::a9fe:a9fe]" : "", r->port, PLUMB_VETH, m,
 			 r->want.ntaps ? taps : "", r->want.ntaps && r->passt ? " and " : "",
 			 r->passt ? "passt (over the pod's loopback)" : "", r->hops);
 		log_info("net: ready %llu ms after start",
@@ -666,8 +748,9 @@ static void run_free(struct run *r)
 static struct run *run_new(struct loop *l, struct http_server *http,
 			   const struct imds_config *cfg, char *err, size_t errlen)
 {
-	static const unsigned groups[] = {RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE,
-					  RTNLGRP_IPV4_RULE};
+	static const unsigned groups[] = {RTNLGRP_LINK,		RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE,
+					  RTNLGRP_IPV4_RULE,	RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE,
+					  RTNLGRP_IPV6_RULE};
 	struct run *r = calloc(1, sizeof(*r));
 	int ret;
 
@@ -693,7 +776,7 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 	nl_sock_init(&r->nft);
 	nl_sock_init(&r->nftev);
 	r->wait_tfd = r->retry_tfd = -1;
-	r->arp = r->lis = -1;
+	r->arp = r->lis = r->lis6[0] = r->lis6[1] = -1;
 	r->start_ms = loop_clock_ms();
 	if (listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, r->ip, &r->port,
 		      err, errlen))
@@ -746,9 +829,10 @@ int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg
 	log_flush();
 	if (ret < 0)
 		log_error("event loop: %s", strerror(-ret));
-	log_info("net: stopped (%llu ARP replies, %llu neighbour entries written); plumbing and "
+	log_info("net: stopped (%llu ARP replies, %llu neighbour advertisements, %llu neighbour "
+		 "entries written); plumbing and "
 		 "rules left in place",
-		 r->arp_answered, r->neigh_written);
+		 r->arp_answered, r->ndp_answered, r->neigh_written);
 	run_free(r);
 	return ret < 0 ? 1 : 0;
 }
@@ -785,7 +869,7 @@ int init_main(const struct imds_config *cfg)
 	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
 		goto out;
 	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
-	if (plumb_ensure(&s, &ps, links, n, st.vmac, mtu, &changes, err, sizeof(err)) ||
+	if (plumb_ensure(&s, &ps, links, n, st.vmac, mtu, 1, &changes, err, sizeof(err)) ||
 	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
 		goto out;
 	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
@@ -812,8 +896,10 @@ int init_main(const struct imds_config *cfg)
 	{
 		char what[160];
 		plumb_changes_text(changes, what, sizeof(what));
-		log_info("net: plumbing in place (%s), %zu tap(s) steered", changes ? what : "nothing to change",
-			 st.ntaps);
+		log_info("net: plumbing in place (%s), %zu tap(s) steered%s%s%s",
+			 changes ? what : "nothing to change", st.ntaps,
+			 ps.v6 ? "" : "; IPv6 off in the pod (", ps.v6 ? "" : ps.v6_off,
+			 ps.v6 ? "" : ")");
 	}
 	status = 0;
 out:

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include <linux/if_ether.h>
+#include <netinet/in.h>
+
+#include "ndp.h"
 
 #define IMDS_VETH "veth-imds"
 
@@ -16,8 +19,14 @@ void steer_alias(size_t i, uint8_t out[4])
 	out[3] = (uint8_t)(STEER_ALIAS_BASE + i);
 }
 
-/* Offsets in the IPv4 header and in an Ethernet/IPv4 ARP body. */
+/* Offsets in the IPv4 header and in an Ethernet/IPv4 ARP body; in the
+ * IPv6 header and a neighbour solicitation right after it. */
 enum { IP_CSUM = 10, IP_SADDR = 12, IP_DADDR = 16, ARP_PTYPE = 2, ARP_TPA = 24 };
+enum { IP6_NEXTHDR = 6, IP6_SADDR = 8, IP6_DADDR = 24, IP6_ICMP_TYPE = 40, IP6_NS_TARGET = 48 };
+
+/* The service's IPv6 addresses (ndp.h): AWS's fd00:ec2::254, OpenStack's
+ * fe80::a9fe:a9fe. */
+#define svc6 ndp_imds_addr
 
 static void match_proto(struct nft_batch *b, uint16_t ethertype)
 {
@@ -30,6 +39,27 @@ static void match_nh4(struct nft_batch *b, uint32_t off, const uint8_t ip[4])
 {
 	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, 4, NFT_REG_1);
 	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 4);
+}
+
+static void match_nh6(struct nft_batch *b, uint32_t off, const uint8_t ip[16])
+{
+	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, 16, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 16);
+}
+
+static void match_u8(struct nft_batch *b, uint32_t off, uint8_t v)
+{
+	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, 1, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &v, 1);
+}
+
+/* An IPv6 neighbour solicitation (no extension header) for target. */
+static void match_ns6(struct nft_batch *b, const uint8_t target[16])
+{
+	match_proto(b, ETH_P_IPV6);
+	match_u8(b, IP6_NEXTHDR, IPPROTO_ICMPV6);
+	match_u8(b, IP6_ICMP_TYPE, 135);
+	match_nh6(b, IP6_NS_TARGET, target);
 }
 
 /* An Ethernet/IPv4 ARP message whose target is ip (any operation).  The
@@ -116,6 +146,27 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 		nft_e_counter(b);
 		to_dev(b, st->peer, 0);
 		nft_rule_end(b);
+		/* The same for IPv6: to either service address, and the
+		 * neighbour solicitations for them (ndp.h). */
+		for (int a = 0; a < 2; a++) {
+			nft_rule_begin(b, f, STEER_TABLE, chain);
+			match_proto(b, ETH_P_IPV6);
+			match_nh6(b, IP6_DADDR, svc6[a]);
+			nft_e_counter(b);
+			match_ether(b);
+			nft_e_imm(b, NFT_REG_1, st->vmac, 6);
+			nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1,
+					  NFT_PAYLOAD_CSUM_NONE, 0, 0);
+			to_dev(b, st->peer, 0);
+			nft_rule_end(b);
+		}
+		for (int a = 0; a < 2; a++) {
+			nft_rule_begin(b, f, STEER_TABLE, chain);
+			match_ns6(b, svc6[a]);
+			nft_e_counter(b);
+			to_dev(b, st->peer, 0);
+			nft_rule_end(b);
+		}
 		/* Whatever else is addressed to veth-imds (ARP replies to it). */
 		nft_rule_begin(b, f, STEER_TABLE, chain);
 		match_ether(b);
@@ -217,6 +268,70 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	nft_rule_end(b);
 }
 
+/* IPv6, as build_ip for IPv4 (no aliases: a guest of bridge binding gets
+ * no address of the pod's in IPv6, KubeVirt's DHCP being IPv4 only), and
+ * the kernel kept from answering the steered solicitations (our responder
+ * does, as arp_ignore 8 does for ARP). */
+static void build_ip6(const struct steer_state *st, struct nft_batch *b)
+{
+	static const uint8_t tcp = IPPROTO_TCP, icmp6 = IPPROTO_ICMPV6;
+	const uint8_t f = NFT_FAMILY_IPV6;
+
+	fresh_table(b, f);
+	nft_add_chain(b, f, STEER_TABLE, "prerouting", NFT_HOOK_PREROUTING, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+	nft_e_notrack(b);
+	nft_rule_end(b);
+	nft_add_chain(b, f, STEER_TABLE, "input", NFT_HOOK_INPUT, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	nft_rule_begin(b, f, STEER_TABLE, "input");
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+	nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &icmp6, 1);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &(const uint8_t){135}, 1);
+	nft_e_counter(b);
+	nft_e_verdict(b, NFT_V_DROP);
+	nft_rule_end(b);
+	nft_add_chain(b, f, STEER_TABLE, "output", NFT_HOOK_OUTPUT, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	for (int a = 0; a < 2; a++) {
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh6(b, IP6_SADDR, svc6[a]);
+		nft_e_notrack(b);
+		nft_rule_end(b);
+	}
+	for (int a = 0; a < 2; a++) {
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, "lo");
+		nft_e_counter(b);
+		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 1 /* ICMPV6_ADM_PROHIBITED */);
+		nft_rule_end(b);
+		if (st->local_ok)
+			continue;
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, "lo");
+		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		nft_e_counter(b);
+		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 1 /* ICMPV6_ADM_PROHIBITED */);
+		nft_rule_end(b);
+	}
+	nft_add_chain(b, f, STEER_TABLE, "forward", NFT_HOOK_FORWARD, STEER_PRIO_RAW, NULL,
+		      NFT_V_ACCEPT);
+	for (int a = 0; a < 2; a++) {
+		nft_rule_begin(b, f, STEER_TABLE, "forward");
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		nft_e_counter(b);
+		nft_e_verdict(b, NFT_V_DROP);
+		nft_rule_end(b);
+	}
+}
+
 static void build_bridge(const struct steer_state *st, struct nft_batch *b)
 {
 	static const char *const chains[2] = {"forward", "input"};
@@ -238,6 +353,19 @@ static void build_bridge(const struct steer_state *st, struct nft_batch *b)
 		nft_e_counter(b);
 		nft_e_verdict(b, NFT_V_DROP);
 		nft_rule_end(b);
+		for (int a = 0; a < 2; a++) {
+			nft_rule_begin(b, f, STEER_TABLE, chains[c]);
+			match_proto(b, ETH_P_IPV6);
+			match_nh6(b, IP6_DADDR, svc6[a]);
+			nft_e_counter(b);
+			nft_e_verdict(b, NFT_V_DROP);
+			nft_rule_end(b);
+			nft_rule_begin(b, f, STEER_TABLE, chains[c]);
+			match_ns6(b, svc6[a]);
+			nft_e_counter(b);
+			nft_e_verdict(b, NFT_V_DROP);
+			nft_rule_end(b);
+		}
 	}
 }
 
@@ -250,6 +378,7 @@ int steer_build(const struct steer_state *st, struct nft_batch *b)
 		nft_del_table(b, NFT_FAMILY_NETDEV, STEER_TABLE);
 	}
 	build_ip(st, b);
+	build_ip6(st, b);
 	build_bridge(st, b);
 	return b->err;
 }

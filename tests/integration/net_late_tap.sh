@@ -20,7 +20,7 @@ fi
 imds_start IMDS_INTERFACES=default:masquerade:tap0
 for _ in $(seq 200); do grep -q 'waiting for the VM' "$IMDS_LOG" && break; sleep 0.01; done
 if grep -q "net: waiting for the VM's tap(s): tap0" "$IMDS_LOG"; then ok "run: waits for tap0 and says so"; else not_ok "run: waits for tap0 and says so" "$(imds_log_tail)"; fi
-expect_eq "run: the fallback rules are in before any tap (ip, bridge)" "table ip kubevirt_imds table bridge kubevirt_imds" \
+expect_eq "run: the fallback rules are in before any tap (ip, ip6, bridge)" "table ip kubevirt_imds table ip6 kubevirt_imds table bridge kubevirt_imds" \
 	"$(in_pod nft list tables | grep kubevirt_imds | tr '\n' ' ' | sed 's/ $//')"
 sleep 2
 if kill -0 "$IMDS_PID" 2>/dev/null; then ok "run: still running 2 s later (no deadline)"; else not_ok "run: still running 2 s later (no deadline)" "$(imds_log_tail)"; fi
@@ -62,7 +62,7 @@ if grep -q "the VM's tap(s) are gone" "$IMDS_LOG" && kill -0 "$IMDS_PID" 2>/dev/
 else
 	not_ok "tap deleted: back to waiting, still running" "$(imds_log_tail)"
 fi
-expect_eq "tap deleted: the netdev table is gone with it, the fallback stays" "table ip kubevirt_imds table bridge kubevirt_imds" \
+expect_eq "tap deleted: the netdev table is gone with it, the fallback stays" "table ip kubevirt_imds table ip6 kubevirt_imds table bridge kubevirt_imds" \
 	"$(in_pod nft list tables | grep kubevirt_imds | tr '\n' ' ' | sed 's/ $//')"
 ip -n "$NS_POD" link del k6t-eth0
 in_pod nft delete table ip nat

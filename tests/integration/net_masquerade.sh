@@ -83,7 +83,7 @@ if r=$(pod_refused); then
 else
 	not_ok "a process of the pod is refused at once" "$r"
 fi
-expect_eq "plumbing present once" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "plumbing present once" "2 1 1 1 4" "$(count_plumbing)"
 
 # Never out of the pod: while the sidecar is dead (SIGKILL: no cleanup at
 # all), with its plumbing gone too (as after a node's cleanup), and while a
@@ -126,15 +126,15 @@ if [[ $n == 0 ]]; then
 else
 	not_ok "the node saw no packet to or from 169.254.169.254 in all of the above" "$n packets" "$(node_capture_show)"
 fi
-for _ in $(seq 100); do [[ "$(count_plumbing)" == "2 1 1 1 3" ]] && break; sleep 0.02; done
-expect_eq "everything restored, nothing duplicated" "2 1 1 1 3" "$(count_plumbing)"
+for _ in $(seq 100); do [[ "$(count_plumbing)" == "2 1 1 1 4" ]] && break; sleep 0.02; done
+expect_eq "everything restored, nothing duplicated" "2 1 1 1 4" "$(count_plumbing)"
 if grep -q 'changed by another process: programming it again' "$IMDS_LOG"; then ok "a table changed by another process is programmed again"; else not_ok "a table changed by another process is programmed again" "$(imds_log_tail)"; fi
 
 veth_mac=$(mac_of veth-imds)
 imds_stop
 expect_eq "SIGTERM: exit status 0" 0 "$IMDS_STATUS"
 expect_eq "SIGTERM: bridge untouched" "$bridge0" "$(bridge_state)"
-expect_eq "SIGTERM: plumbing and rules left for the next start" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "SIGTERM: plumbing and rules left for the next start" "2 1 1 1 4" "$(count_plumbing)"
 
 # Started again: the plumbing is reused as it is (same veth, no writes).
 imds_start "$IFS_ENV"
@@ -144,7 +144,7 @@ else
 	not_ok "second run serves" "$(imds_log_tail)"
 fi
 expect_eq "second run: same veth-imds MAC (the VM's: derived from its identity)" "$veth_mac" "$(mac_of veth-imds)"
-expect_eq "second run: nothing duplicated" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "second run: nothing duplicated" "2 1 1 1 4" "$(count_plumbing)"
 if ! grep -q 'restored plumbing' "$IMDS_LOG"; then ok "second run: no plumbing write needed"; else not_ok "second run: no plumbing write needed" "$(imds_log_tail)"; fi
 imds_stop
 
@@ -153,10 +153,10 @@ ip -n "$NS_POD" link del veth-imds
 out=$(ip netns exec "$NS_POD" env -i IMDS_INTERFACES=default:masquerade:tap0 "$IMDS_SERVER" init 2>&1)
 st=$?
 expect_eq "init with only IMDS_INTERFACES: exit 0" 0 "$st"
-expect_eq "init: plumbing present once" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "init: plumbing present once" "2 1 1 1 4" "$(count_plumbing)"
 if grep -q '1 tap(s) steered' <<<"$out"; then ok "init: steers tap0"; else not_ok "init: steers tap0" "$out"; fi
 out2=$(ip netns exec "$NS_POD" env -i "$IMDS_SERVER" init 2>&1)
-expect_eq "init twice: nothing duplicated" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "init twice: nothing duplicated" "2 1 1 1 4" "$(count_plumbing)"
 if grep -q '(nothing to change)' <<<"$out2"; then ok "init twice: the second changes no link, address, rule or route"; else not_ok "init twice: the second changes nothing" "$out" "$out2"; fi
 imds_start "$IFS_ENV"
 if imds_wait_serving 1 10 && out=$(cloudinit_fetch "$NS_VM" 2>&1) && grep -q '"ok": true' <<<"$out"; then
@@ -164,7 +164,7 @@ if imds_wait_serving 1 10 && out=$(cloudinit_fetch "$NS_VM" 2>&1) && grep -q '"o
 else
 	not_ok "run after init: cloud-init fetch" "$out" "$(imds_log_tail)"
 fi
-expect_eq "run after init: nothing duplicated" "2 1 1 1 3" "$(count_plumbing)"
+expect_eq "run after init: nothing duplicated" "2 1 1 1 4" "$(count_plumbing)"
 imds_stop
 
 out=$(ip netns exec "$NS_POD" env -i IMDS_INTERFACES='x:y' "$IMDS_SERVER" init 2>&1)

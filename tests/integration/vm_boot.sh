@@ -389,9 +389,9 @@ pod_up() {
 		ifs=default:passt
 		;;
 	esac
-	# veth pair, address, rule, route; tables ip and bridge, netdev with a tap
-	PLUMB_WANT="2 1 1 1 3"
-	[[ $binding == passt ]] && PLUMB_WANT="2 1 1 1 2"
+	# veth pair, address, rule, route; tables ip, ip6 and bridge, netdev with a tap
+	PLUMB_WANT="2 1 1 1 4"
+	[[ $binding == passt ]] && PLUMB_WANT="2 1 1 1 3"
 	SC_UD=${3:-$USER_DATA}
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
 		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$SC_UD" \

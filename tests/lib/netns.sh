@@ -454,7 +454,7 @@ guest_get() {
 
 # count_plumbing: the sidecar's plumbing in the pod, as counts: veth-imds
 # links (2: the pair), 169.254.169.254/32 addresses, the policy rule, table
-# 169254's route, our nf_tables tables (ip, bridge, and netdev when it steers
+# 169254's route, our nf_tables tables (ip, ip6, bridge, and netdev when it steers
 # taps).
 count_plumbing() {
 	echo "$(in_pod ip -o link show | grep -c 'veth-imds') \

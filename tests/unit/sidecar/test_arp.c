@@ -2,7 +2,10 @@
  * replies, wrong types, every truncated prefix), the exact reply bytes,
  * the classic BPF programs (the ARP socket's filter, the listener's guard
  * by ingress device) run through a small interpreter of the opcodes they
- * use, the MAC set, and the network-status scanner. */
+ * use, the MAC set, and the network-status scanner.  IPv6 (ndp.h): neighbour
+ * solicitations built byte by byte (every RFC 4861 §7.1.1 refusal, every
+ * truncated prefix), the advertisement's exact bytes, the SYN learner's
+ * IPv6 frames, and the same filter with IPv6 on. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "arp.h"
+#include "ndp.h"
 
 #define VM 0x52, 0x54, 0x00, 0x12, 0x34, 0x56
 #define BCAST 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
@@ -220,7 +224,7 @@ static void test_reply_bytes(void **state)
 
 	/* Our reply is a reply: it never passes our own filter. */
 	struct sock_filter prog[ARP_FILTER_MAX];
-	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
+	int n = arp_filter_prog(imds_ip, 0, 0, prog, ARP_FILTER_MAX);
 	struct pkt pk = {out, ARP_FRAME_LEN, PACKET_OUTGOING, 0};
 	assert_int_equal(run(prog, n, &pk), 0);
 }
@@ -266,10 +270,10 @@ static void test_socket_filter(void **state)
 {
 	(void)state;
 	struct sock_filter prog[ARP_FILTER_MAX], sprog[ARP_FILTER_MAX];
-	int n = arp_filter_prog(imds_ip, 0, prog, ARP_FILTER_MAX);
-	int sn = arp_filter_prog(imds_ip, 80, sprog, ARP_FILTER_MAX);
+	int n = arp_filter_prog(imds_ip, 0, 0, prog, ARP_FILTER_MAX);
+	int sn = arp_filter_prog(imds_ip, 80, 0, sprog, ARP_FILTER_MAX);
 	assert_true(n > 0 && sn > n);
-	assert_int_equal(arp_filter_prog(imds_ip, 80, sprog, 4), -ENOSPC);
+	assert_int_equal(arp_filter_prog(imds_ip, 80, 0, sprog, 4), -ENOSPC);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		const struct frame *f = &frames[i];
 		struct pkt bc = {f->b, f->n, PACKET_BROADCAST, 0};
@@ -436,6 +440,314 @@ static void test_scan(void **state)
 	assert_int_equal(set.n, ARP_MACSET_MAX);
 }
 
+/* ---- IPv6 ------------------------------------------------------------------- */
+
+static const uint8_t guest_ll[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56};
+static const uint8_t guest_ula[16] = {0xfd, 0x10, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+
+/* Ethernet + IPv6 (next header nh, hop limit hl) + payload; the payload
+ * length field as given (0xffff: the true one).  The frame's length. */
+static size_t v6frame(uint8_t *out, const uint8_t dmac[6], const uint8_t src[16],
+		      const uint8_t dst[16], uint8_t nh, uint8_t hl, const uint8_t *pl, size_t plen)
+{
+	memcpy(out, dmac, 6);
+	memcpy(out + 6, vm_mac, 6);
+	out[12] = 0x86;
+	out[13] = 0xdd;
+	memset(out + 14, 0, 40);
+	out[14] = 0x60;
+	out[18] = (uint8_t)(plen >> 8);
+	out[19] = (uint8_t)plen;
+	out[20] = nh;
+	out[21] = hl;
+	memcpy(out + 22, src, 16);
+	memcpy(out + 38, dst, 16);
+	if (plen)
+		memcpy(out + 54, pl, plen);
+	return 54 + plen;
+}
+
+/* An NS for target from src to dst (with the source link-layer option when
+ * slla), checksummed. */
+static size_t ns_frame(uint8_t *out, const uint8_t src[16], const uint8_t dst[16],
+		       const uint8_t target[16], int slla)
+{
+	uint8_t m[32] = {135, 0, 0, 0, 0, 0, 0, 0};
+	size_t n = 24;
+	static const uint8_t mc[6] = {0x33, 0x33, 0xff, 0, 0, 0};
+	memcpy(m + 8, target, 16);
+	if (slla) {
+		m[24] = 1;
+		m[25] = 1;
+		memcpy(m + 26, vm_mac, 6);
+		n = 32;
+	}
+	uint16_t c = ndp_icmp6_csum(src, dst, m, n);
+	m[2] = (uint8_t)(c >> 8);
+	m[3] = (uint8_t)c;
+	return v6frame(out, mc, src, dst, 58, 255, m, n);
+}
+
+static void solicited_node(const uint8_t target[16], uint8_t out[16])
+{
+	static const uint8_t sn[13] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff};
+	memcpy(out, sn, 13);
+	memcpy(out + 13, target + 13, 3);
+}
+
+/* Resets the ICMPv6 checksum of an NS frame after an edit. */
+static void ns_fix(uint8_t *f, size_t n)
+{
+	f[56] = f[57] = 0;
+	uint16_t c = ndp_icmp6_csum(f + 22, f + 38, f + 54, n - 54);
+	f[56] = (uint8_t)(c >> 8);
+	f[57] = (uint8_t)c;
+}
+
+static void test_ndp_parse(void **state)
+{
+	(void)state;
+	uint8_t f[128], sn[16];
+	struct ndp_ns ns;
+	size_t n;
+
+	for (int a = 0; a < 2; a++) {
+		/* address resolution, from the guest's link-local and ULA */
+		solicited_node(ndp_imds_addr[a], sn);
+		n = ns_frame(f, guest_ll, sn, ndp_imds_addr[a], 1);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+		assert_int_equal(ns.has_slla, 1);
+		assert_memory_equal(ns.slla, vm_mac, 6);
+		assert_memory_equal(ns.target, ndp_imds_addr[a], 16);
+		assert_int_equal(ndp_classify(&ns, ndp_imds_addr, 2), NDP_ANSWER);
+		n = ns_frame(f, guest_ula, sn, ndp_imds_addr[a], 1);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+		/* unreachability detection: unicast to the target, no option */
+		n = ns_frame(f, guest_ll, ndp_imds_addr[a], ndp_imds_addr[a], 0);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+		assert_int_equal(ns.has_slla, 0);
+		assert_int_equal(ndp_classify(&ns, ndp_imds_addr, 2), NDP_ANSWER);
+		/* DAD: from ::, to the solicited-node group, no option */
+		static const uint8_t any[16];
+		n = ns_frame(f, any, sn, ndp_imds_addr[a], 0);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+		n = ns_frame(f, any, sn, ndp_imds_addr[a], 1);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), -EBADMSG); /* option from :: */
+		n = ns_frame(f, any, ndp_imds_addr[a], ndp_imds_addr[a], 0);
+		assert_int_equal(ndp_parse_ns(f, n, &ns), -EBADMSG); /* DAD not multicast */
+	}
+	/* another target */
+	solicited_node(guest_ula, sn);
+	n = ns_frame(f, guest_ll, sn, guest_ula, 1);
+	assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+	assert_int_equal(ndp_classify(&ns, ndp_imds_addr, 2), NDP_OTHER_TARGET);
+	/* RFC 4861 §7.1.1, one refusal each */
+	solicited_node(ndp_imds_global, sn);
+	n = ns_frame(f, guest_ll, sn, ndp_imds_global, 1);
+	uint8_t g[128];
+	memcpy(g, f, n);
+	g[21] = 64; /* hop limit */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[55] = 1; /* code */
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[57] ^= 1; /* checksum */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[62] = 0xff; /* a multicast target */
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[79] = 0; /* an option of length 0 */
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[79] = 2; /* an option longer than what is left */
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[19] = 16; /* ICMP shorter than an NS */
+	assert_int_equal(ndp_parse_ns(g, 70, &ns), -EBADMSG);
+	memcpy(g, f, n);
+	g[19] = 40; /* a payload longer than the frame */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EPROTONOSUPPORT);
+	memcpy(g, f, n);
+	g[54] = 136; /* an NA */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EPROTONOSUPPORT);
+	memcpy(g, f, n);
+	g[20] = 0; /* a hop-by-hop header first */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EPROTONOSUPPORT);
+	memcpy(g, f, n);
+	g[13] = 0x00; /* IPv4's ethertype */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EPROTONOSUPPORT);
+	memcpy(g, f, n);
+	g[14] = 0x40; /* version 4 */
+	assert_int_equal(ndp_parse_ns(g, n, &ns), -EPROTONOSUPPORT);
+	/* an unknown option is skipped; a bad sender is classified */
+	memcpy(g, f, n);
+	g[78] = 14;
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), 0);
+	assert_int_equal(ns.has_slla, 0);
+	memcpy(g, f, n);
+	g[6] = 0x01;
+	assert_int_equal(ndp_parse_ns(g, n, &ns), 0);
+	assert_int_equal(ndp_classify(&ns, ndp_imds_addr, 2), NDP_BAD_SENDER);
+	memcpy(g, f, n);
+	g[80] = 0x01; /* the option's MAC multicast */
+	ns_fix(g, n);
+	assert_int_equal(ndp_parse_ns(g, n, &ns), 0);
+	assert_int_equal(ndp_classify(&ns, ndp_imds_addr, 2), NDP_BAD_SENDER);
+	/* every truncated prefix */
+	for (size_t k = 0; k < n; k++)
+		assert_int_not_equal(ndp_parse_ns(f, k, &ns), 0);
+	/* ICMPv6 with no byte of payload, the frame ending with the IPv6
+	 * header (fuzz_ndp's first finding: the type was read past it) */
+	uint8_t *tight = malloc(54);
+	assert_non_null(tight);
+	v6frame(tight, vm_mac, guest_ll, ndp_imds_global, 58, 255, NULL, 0);
+	assert_int_equal(ndp_parse_ns(tight, 54, &ns), -EPROTONOSUPPORT);
+	free(tight);
+}
+
+static void test_ndp_reply(void **state)
+{
+	(void)state;
+	uint8_t f[128], out[128], sn[16];
+	struct ndp_ns ns;
+	static const uint8_t want[NDP_NA_LEN] = {
+		VM, 0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41, 0x86, 0xdd,
+		0x60, 0, 0, 0, 0, 32, 58, 255,
+		0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54,
+		0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
+		136, 0, 0x00, 0x00, 0x60, 0, 0, 0,
+		0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54,
+		2, 1, 0x0e, 0xd6, 0x7d, 0xda, 0x50, 0x41,
+	};
+	uint8_t w[NDP_NA_LEN];
+
+	solicited_node(ndp_imds_global, sn);
+	size_t n = ns_frame(f, guest_ll, sn, ndp_imds_global, 1);
+	assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+	assert_int_equal(ndp_build_na(&ns, our_mac, out, sizeof(out)), NDP_NA_LEN);
+	memcpy(w, want, sizeof(w));
+	uint16_t c = ndp_icmp6_csum(w + 22, w + 38, w + 54, 32);
+	w[56] = (uint8_t)(c >> 8);
+	w[57] = (uint8_t)c;
+	assert_memory_equal(out, w, NDP_NA_LEN);
+	/* the checksum verifies (RFC 4443: the sum over all is 0) */
+	assert_int_equal(ndp_icmp6_csum(out + 22, out + 38, out + 54, 32), 0);
+	assert_int_equal(ndp_build_na(&ns, our_mac, out, NDP_NA_LEN - 1), 0);
+	/* DAD: to all nodes, not solicited */
+	static const uint8_t any[16], all_nodes[16] = {0xff, 0x02, [15] = 1};
+	n = ns_frame(f, any, sn, ndp_imds_global, 0);
+	assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+	assert_int_equal(ndp_build_na(&ns, our_mac, out, sizeof(out)), NDP_NA_LEN);
+	static const uint8_t mc[6] = {0x33, 0x33, 0, 0, 0, 1};
+	assert_memory_equal(out, mc, 6);
+	assert_memory_equal(out + 38, all_nodes, 16);
+	assert_int_equal(out[58], 0x20);
+	assert_int_equal(ndp_icmp6_csum(out + 22, out + 38, out + 54, 32), 0);
+	/* no option: to the frame's source */
+	n = ns_frame(f, guest_ula, ndp_imds_ll, ndp_imds_ll, 0);
+	assert_int_equal(ndp_parse_ns(f, n, &ns), 0);
+	assert_int_equal(ndp_build_na(&ns, our_mac, out, sizeof(out)), NDP_NA_LEN);
+	assert_memory_equal(out, vm_mac, 6);
+	assert_memory_equal(out + 22, ndp_imds_ll, 16);
+	/* our advertisement never passes our own filter */
+	struct sock_filter prog[ARP_FILTER_MAX];
+	int pn = arp_filter_prog(imds_ip, 80, 1, prog, ARP_FILTER_MAX);
+	struct pkt pk = {out, NDP_NA_LEN, PACKET_OUTGOING, 0};
+	assert_int_equal(run(prog, pn, &pk), 0);
+}
+
+static void test_ndp_filter(void **state)
+{
+	(void)state;
+	struct sock_filter prog[ARP_FILTER_MAX], nprog[ARP_FILTER_MAX];
+	uint8_t f[128], sn[16], tcp[20] = {0xa4, 0x10, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02};
+	static const uint8_t dmac[6] = {0x02, 0xa9, 0xfe, 0, 0, 1};
+	int n = arp_filter_prog(imds_ip, 80, 1, prog, ARP_FILTER_MAX);
+	int nn = arp_filter_prog(imds_ip, 0, 1, nprog, ARP_FILTER_MAX);
+	assert_true(n > 0 && nn > 0 && n <= ARP_FILTER_MAX);
+	/* IPv4 verdicts unchanged with IPv6 on */
+	for (size_t i = 0; i < NFRAMES; i++) {
+		struct pkt bc = {frames[i].b, frames[i].n, PACKET_BROADCAST, 0};
+		assert_int_equal(run(prog, n, &bc) != 0, frames[i].bpf);
+	}
+	for (size_t i = 0; i < NSYNS; i++) {
+		struct pkt pk = {syns[i].b, syns[i].n, PACKET_HOST, 0};
+		assert_int_equal(run(prog, n, &pk) != 0, syns[i].bpf);
+	}
+	for (int a = 0; a < 2; a++) {
+		/* NS for ours: passed whole (options too) */
+		solicited_node(ndp_imds_addr[a], sn);
+		size_t k = ns_frame(f, guest_ll, sn, ndp_imds_addr[a], 1);
+		struct pkt pk = {f, k, PACKET_MULTICAST, 0};
+		uint32_t r = run(prog, n, &pk);
+		assert_true(r >= k);
+		assert_true(run(nprog, nn, &pk) >= k);
+		struct ndp_ns ns;
+		assert_int_equal(ndp_parse_ns(f, r < k ? r : k, &ns), 0);
+		/* a SYN to ours on 80: passed; SYN-ACK, ACK, another port: not */
+		k = v6frame(f, dmac, guest_ula, ndp_imds_addr[a], 6, 64, tcp, sizeof(tcp));
+		pk = (struct pkt){f, k, PACKET_HOST, 0};
+		r = run(prog, n, &pk);
+		assert_true(r >= 54 + 14);
+		assert_int_equal(run(nprog, nn, &pk), 0); /* no learner without a port */
+		uint8_t mac[6], ip[16];
+		assert_int_equal(ndp_parse_syn(f, k, mac, ip), 0);
+		assert_memory_equal(mac, vm_mac, 6);
+		assert_memory_equal(ip, guest_ula, 16);
+		for (int v = 0; v < 3; v++) {
+			uint8_t t2[20];
+			memcpy(t2, tcp, 20);
+			if (v == 0)
+				t2[13] = 0x12; /* SYN-ACK */
+			else if (v == 1)
+				t2[13] = 0x10; /* ACK */
+			else
+				t2[3] = 81;
+			k = v6frame(f, dmac, guest_ula, ndp_imds_addr[a], 6, 64, t2, sizeof(t2));
+			pk = (struct pkt){f, k, PACKET_HOST, 0};
+			assert_int_equal(run(prog, n, &pk), 0);
+		}
+	}
+	/* NS for another address, NA, SYN to another address, UDP, an
+	 * extension header: not passed */
+	solicited_node(guest_ula, sn);
+	size_t k = ns_frame(f, guest_ll, sn, guest_ula, 1);
+	struct pkt pk = {f, k, PACKET_MULTICAST, 0};
+	assert_int_equal(run(prog, n, &pk), 0);
+	k = ns_frame(f, guest_ll, sn, ndp_imds_global, 1);
+	f[54] = 136;
+	assert_int_equal(run(prog, n, &pk), 0);
+	k = v6frame(f, dmac, guest_ula, guest_ll, 6, 64, tcp, sizeof(tcp));
+	pk = (struct pkt){f, k, PACKET_HOST, 0};
+	assert_int_equal(run(prog, n, &pk), 0);
+	k = v6frame(f, dmac, guest_ula, ndp_imds_global, 17, 64, tcp, sizeof(tcp));
+	assert_int_equal(run(prog, n, &pk), 0);
+	k = v6frame(f, dmac, guest_ula, ndp_imds_global, 0, 64, tcp, sizeof(tcp));
+	assert_int_equal(run(prog, n, &pk), 0);
+	/* IPv6 off: no IPv6 frame at all */
+	struct sock_filter p4[ARP_FILTER_MAX];
+	int n4 = arp_filter_prog(imds_ip, 80, 0, p4, ARP_FILTER_MAX);
+	solicited_node(ndp_imds_global, sn);
+	k = ns_frame(f, guest_ll, sn, ndp_imds_global, 1);
+	pk = (struct pkt){f, k, PACKET_MULTICAST, 0};
+	assert_int_equal(run(p4, n4, &pk), 0);
+	/* ndp_parse_syn refusals */
+	uint8_t mac[6], ip[16];
+	k = v6frame(f, dmac, guest_ula, ndp_imds_global, 6, 64, tcp, sizeof(tcp));
+	assert_int_equal(ndp_parse_syn(f, k - 1, mac, ip), -EBADMSG);
+	assert_int_equal(ndp_parse_syn(frames[0].b, frames[0].n, mac, ip), -EBADMSG);
+	static const uint8_t any[16];
+	k = v6frame(f, dmac, any, ndp_imds_global, 6, 64, tcp, sizeof(tcp));
+	assert_int_equal(ndp_parse_syn(f, k, mac, ip), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +756,9 @@ int main(void)
 		cmocka_unit_test(test_reply_bytes),
 		cmocka_unit_test(test_socket_filter),
 		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_ndp_parse),
+		cmocka_unit_test(test_ndp_reply),
+		cmocka_unit_test(test_ndp_filter),
 		cmocka_unit_test(test_macset),
 		cmocka_unit_test(test_scan),
 	};

@@ -144,7 +144,11 @@ static void expr_text(struct attr elem, char *out, size_t cap)
 
 static const char *family_name(uint8_t f)
 {
-	return f == NFT_FAMILY_NETDEV ? "netdev" : f == NFT_FAMILY_IPV4 ? "ip" : f == NFT_FAMILY_BRIDGE ? "bridge" : "?";
+	return f == NFT_FAMILY_NETDEV ? "netdev"
+	       : f == NFT_FAMILY_IPV4 ? "ip"
+	       : f == NFT_FAMILY_IPV6 ? "ip6"
+	       : f == NFT_FAMILY_BRIDGE ? "bridge"
+				       : "?";
 }
 
 /* Every rule of the batch, in nft's debug format, into out. */
