@@ -3,7 +3,8 @@
 #   builds (debug, ASan+UBSan, static musl, libFuzzer), then runs
 #   - cppcheck and clang-tidy over src/ (hack/static-analysis.sh),
 #   - unit tests (cmocka) in the debug and the ASan build,
-#   - integration suites (tests/integration/*.sh) against both servers,
+#   - integration suites (tests/integration/*.sh) against both servers (the
+#     HTTP ones over IPv6 as well, in the debug build),
 #   - every fuzz target for a bounded time over its committed corpus,
 # and ends with one line: "N passed, N failed[, N skipped]".
 # Options (environment): FUZZ_SECONDS (default 60 for the HTTP request
@@ -151,6 +152,12 @@ for v in debug asan; do
 		[[ -e "$s" ]] || continue
 		n=$(basename "$s" .sh)
 		run_suite "$n/$v" env IMDS_SERVER="$REPO/build/$v/imds-server" IMDS_VARIANT="$v" bash "$s"
+	done
+	# the HTTP suites over IPv6 too ([::1]; tests/lib/server.sh), in one build
+	[[ $v == debug ]] || continue
+	for n in http_api http_proto http_conn http_wait; do
+		run_suite "$n/$v-ipv6" env IMDS_SERVER="$REPO/build/$v/imds-server" IMDS_VARIANT="$v" \
+			IMDS_TEST_FAMILY=6 bash "tests/integration/$n.sh"
 	done
 done
 stage fuzz

@@ -80,10 +80,10 @@ alive "the server is still running after that 408"
 stop_within 3
 mapfile -t l408 < <(grep -E ' 408 ' "$SRV_LOG")
 expect_eq "exactly one access line for the 408" 1 "${#l408[@]}"
-if [[ "${l408[0]:-}" =~ ^[0-9T:Z-]+\ 127\.0\.0\.1\ [^\ ]+\ [^\ ]+\ 408\ 66\ ([0-9]+)us$ ]]; then
-	within "the 408 line: peer 127.0.0.1, 66 bytes, duration about the 300 ms head timeout (us)" 250000 1500000 "${BASH_REMATCH[1]}"
+if [[ "${l408[0]:-}" =~ ^[0-9T:Z-]+\ ${SRV_HOST//./\\.}\ [^\ ]+\ [^\ ]+\ 408\ 66\ ([0-9]+)us$ ]]; then
+	within "the 408 line: peer $SRV_HOST, 66 bytes, duration about the 300 ms head timeout (us)" 250000 1500000 "${BASH_REMATCH[1]}"
 else
-	not_ok "the 408 line: peer 127.0.0.1, 66 bytes, duration about the 300 ms head timeout (us)" "line: ${l408[0]:-}"
+	not_ok "the 408 line: peer $SRV_HOST, 66 bytes, duration about the 300 ms head timeout (us)" "line: ${l408[0]:-}"
 fi
 
 echo "# slow clients delay no one (default 5 s timeouts)"

@@ -280,7 +280,7 @@ revive() {
 		not_ok "the server is still running (it exited with status $st)" "$(tail -n 20 "$SRV_LOG")"
 	fi
 	server_log_clean
-	server_start "${SRV_ENV[@]}" -- --listen "127.0.0.1:$port"
+	server_start "${SRV_ENV[@]}" -- --listen "$SRV_AT:$port"
 }
 
 # alive NAME: ok while the server runs (an ASan report aborts it).

@@ -29,6 +29,7 @@ Only the standard library; run with /usr/bin/python3.
 import codecs
 import re
 import select
+import os
 import socket
 import sys
 import time
@@ -148,7 +149,7 @@ class Conn:
 
 def main():
     args = sys.argv[1:]
-    outpath, host = None, "127.0.0.1"
+    outpath, host = None, os.environ.get("SRV_HOST", "127.0.0.1")
     while args and args[0].startswith("-"):
         if args[0] == "-o":
             outpath = args[1]

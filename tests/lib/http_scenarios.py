@@ -48,7 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from http_raw import normalize  # noqa: E402
 
-HOST = "127.0.0.1"
+HOST = os.environ.get("SRV_HOST", "127.0.0.1")
 HALF = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
 FULL = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -62,7 +62,7 @@ def report(**kv):
 
 
 def connect(port, rcvbuf=None):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if ":" in HOST else socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.settimeout(5)

@@ -3,6 +3,8 @@
 #       starts "$IMDS_SERVER serve --listen 127.0.0.1:0" with the identity of
 #       a demo VM plus the given environment, waits until it serves, and sets
 #       SRV_PID, SRV_PORT, SRV_URL (http://127.0.0.1:PORT), SRV_LOG.
+#       IMDS_TEST_FAMILY=6: the same on [::1] (SRV_URL http://[::1]:PORT);
+#       SRV_HOST (exported) is the address the clients connect to.
 #   server_stop             SIGTERM, wait; sets SRV_STATUS to its exit status
 # IMDS_SERVER defaults to build/debug/imds-server; tests/run.sh also runs
 # every suite against the ASan build by setting it.
@@ -15,6 +17,11 @@ IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
 PY=/usr/bin/python3
 export IMDS_SERVER REPO PY
 
+SRV_HOST=127.0.0.1 SRV_AT=127.0.0.1
+if [[ ${IMDS_TEST_FAMILY:-4} == 6 ]]; then
+	SRV_HOST=::1 SRV_AT='[::1]'
+fi
+export SRV_HOST
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/imds-test.XXXXXX")
 SRV_PID=
 trap 'server_cleanup' EXIT
@@ -38,11 +45,11 @@ server_start() {
 	SRV_LOG=$TEST_TMP/server.$RANDOM.log
 	env IMDS_NAMESPACE=default IMDS_VM_NAME=testvm IMDS_POD_NAME=virt-launcher-testvm-x7k2p \
 		IMDS_SA_NAME=default IMDS_TOKEN_PATH="$TEST_TMP/tokens/token" "${envs[@]}" \
-		"$IMDS_SERVER" serve --listen 127.0.0.1:0 "${args[@]}" 2>"$SRV_LOG" &
+		"$IMDS_SERVER" serve --listen "$SRV_AT:0" "${args[@]}" 2>"$SRV_LOG" &
 	SRV_PID=$!
 	local i
 	for ((i = 0; i < 200; i++)); do
-		SRV_PORT=$(sed -n 's/.* on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$SRV_LOG" 2>/dev/null | head -n1)
+		SRV_PORT=$(sed -n 's/.* on \(127\.0\.0\.1\|\[::1\]\):\([0-9]*\) .*/\2/p' "$SRV_LOG" 2>/dev/null | head -n1)
 		[[ -n "$SRV_PORT" ]] && break
 		kill -0 "$SRV_PID" 2>/dev/null || break
 		sleep 0.01
@@ -55,7 +62,7 @@ server_start() {
 		return 1
 	fi
 	# shellcheck disable=SC2034 # read by the suites
-	SRV_URL=http://127.0.0.1:$SRV_PORT
+	SRV_URL=http://$SRV_AT:$SRV_PORT
 }
 
 server_stop() {
