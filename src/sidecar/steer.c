@@ -312,13 +312,20 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 		nft_rule_end(b);
 		if (st->local_ok)
 			continue;
+		/* A reset, not an ICMPv6 error: that one reaches the connecting
+		 * socket while connect() still holds it, counts as a soft error,
+		 * and the client waits for its second SYN (measured: 1 s).  The
+		 * SYN alone (flags exactly SYN): the reset is not rejected in
+		 * turn. */
 		nft_rule_begin(b, f, STEER_TABLE, "output");
 		match_nh6(b, IP6_DADDR, svc6[a]);
 		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, "lo");
 		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
 		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &(const uint8_t){0x02}, 1);
 		nft_e_counter(b);
-		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 1 /* ICMPV6_ADM_PROHIBITED */);
+		nft_e_reject(b, NFT_REJECT_TCP_RST, 0);
 		nft_rule_end(b);
 	}
 	nft_add_chain(b, f, STEER_TABLE, "forward", NFT_HOOK_FORWARD, STEER_PRIO_RAW, NULL,

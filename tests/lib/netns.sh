@@ -24,7 +24,8 @@
 #   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
 #   imds_wait_serving [N]         until the Nth "net: serving" line (default 1)
 #   imds_stop                     SIGTERM and wait
-#   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254
+#   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254,
+#                                 its IPv6 addresses and solicitations for them
 #   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
 #   in_pod/in_vm/in_node CMD...
 # shellcheck shell=bash
@@ -48,6 +49,11 @@ IMDS_LOG=$NET_TMP/imds.log
 POD_IP=10.244.1.5
 POD_MAC=0a:58:0a:f4:01:05
 POD_GW=169.254.1.1
+# ... and with NODE_V6=1 its IPv6 as Calico gives it: one address /128, the
+# default route via the host side's link-local (Calico's cali* MAC is
+# ee:ee:ee:ee:ee:ee: fe80::ecee:eeff:feee:eeee).
+POD_IP6=fd00:10:244:1::5
+POD_GW6=fe80::ecee:eeff:feee:eeee
 export IMDS_SERVER REPO PY
 
 netns_cleanup() {
@@ -113,6 +119,15 @@ node_link() {
 	ip -n "$NS_POD" link set eth0 up
 	ip -n "$NS_POD" route add "$POD_GW" dev eth0 scope link
 	ip -n "$NS_POD" route add default via "$POD_GW" dev eth0
+	[[ ${NODE_V6:-0} == 1 ]] || return 0
+	ip -n "$NS_NODE" link set cali0 addrgenmode none
+	ip -n "$NS_NODE" link set cali0 address ee:ee:ee:ee:ee:ee
+	ip -n "$NS_NODE" -6 addr add "$POD_GW6/64" dev cali0 nodad
+	ip -n "$NS_NODE" -6 route add "$POD_IP6/128" dev cali0
+	ip -n "$NS_NODE" -6 route add default dev uplink0
+	in_node sysctl -qw net.ipv6.conf.all.forwarding=1
+	ip -n "$NS_POD" -6 addr add "$POD_IP6/128" dev eth0 nodad
+	ip -n "$NS_POD" -6 route add default via "$POD_GW6" dev eth0
 }
 
 # node_neighbour NS IP [N]: another pod on the same node, as Calico wires it
@@ -163,6 +178,18 @@ launcher_masquerade() {
 	in_pod sysctl -qw net.ipv4.conf.k6t-eth0.route_localnet=1            # IP4RouteLocalNet
 	tap_add tap0 k6t-eth0 "$mtu" || return 1
 	in_pod sysctl -qw net.ipv4.ip_forward=1                              # setupLinuxStack
+	# IPv6 when the pod has a global IPv6 (netpod.go:444-453, :302-304):
+	# fd10:0:2::1/120 on the bridge, forwarding, the same NAT in ip6 nat with
+	# ::1 and fd10:0:2::2 (masquerade.go:105-106).  KubeVirt's DHCPv6 gives the
+	# guest fd10:0:2::2 and no route (dhcp/serverv6: an address only, no
+	# router advertisement): its gateway comes from its own configuration
+	# (KubeVirt's tests put fd10:0:2::1 in cloud-init network data).
+	local v6=
+	in_pod ip -6 -o addr show dev eth0 scope global | grep -q inet6 && v6=1
+	if [[ $v6 ]]; then
+		ip -n "$NS_POD" -6 addr add fd10:0:2::1/120 dev k6t-eth0 nodad
+		in_pod sysctl -qw net.ipv6.conf.all.forwarding=1
+	fi
 	local dnat='{ 127.0.0.1 }' snat='{ 127.0.0.1 }'
 	[[ $istio ]] && dnat="{ 127.0.0.1, $POD_IP }" && snat='{ 127.0.0.1, 127.0.0.6 }'
 	{
@@ -187,6 +214,21 @@ launcher_masquerade() {
 		fi
 		echo "add rule ip nat KUBEVIRT_POSTINBOUND ip saddr $snat counter snat to 10.0.2.1"
 		echo "add rule ip nat output ip daddr $dnat counter dnat to 10.0.2.2"
+		if [[ $v6 ]]; then
+			echo 'add table ip6 nat'
+			echo 'add chain ip6 nat prerouting { type nat hook prerouting priority -100; }'
+			echo 'add chain ip6 nat input { type nat hook input priority 100; }'
+			echo 'add chain ip6 nat output { type nat hook output priority -100; }'
+			echo 'add chain ip6 nat postrouting { type nat hook postrouting priority 100; }'
+			echo 'add chain ip6 nat KUBEVIRT_PREINBOUND'
+			echo 'add chain ip6 nat KUBEVIRT_POSTINBOUND'
+			echo 'add rule ip6 nat postrouting ip6 saddr fd10:0:2::2 counter masquerade'
+			echo 'add rule ip6 nat prerouting iifname eth0 counter jump KUBEVIRT_PREINBOUND'
+			echo 'add rule ip6 nat postrouting oifname k6t-eth0 counter jump KUBEVIRT_POSTINBOUND'
+			echo 'add rule ip6 nat KUBEVIRT_PREINBOUND counter dnat to fd10:0:2::2'
+			echo 'add rule ip6 nat KUBEVIRT_POSTINBOUND ip6 saddr { ::1 } counter snat to fd10:0:2::1'
+			echo 'add rule ip6 nat output ip6 daddr { ::1 } counter dnat to fd10:0:2::2'
+		fi
 	} | in_pod nft -f -
 }
 
@@ -347,6 +389,11 @@ launcher_sriov() { :; }
 #   bridge-ll   bridge plus 169.254.0.0/16 dev eth0 (an old ZEROCONF route)
 #   udn         the UDN address /24 via its gateway (OVN's DHCP)
 #   linklocal   only 169.254.10.20/16 (or ADDR/16), no gateway
+#   masquerade6 IPv6 only: fd10:0:2::2/120 via fd10:0:2::1 (as KubeVirt's tests
+#               configure it); dual: masquerade and masquerade6
+#   bridge6     IPv6 only, an address of its own on the pod network
+#               (fd00:10:244:1::77/128) via the node's fe80::ecee:eeff:feee:eeee
+#   ll6         IPv6 link-local only (the kernel's, from the MAC)
 #   none        no address
 guest_attach() {
 	local ns=$1 tap=$2 mode=$3 mac=${4:-52:54:00:12:34:56} addr=${5:-} mtu i
@@ -383,7 +430,19 @@ guest_attach() {
 	linklocal)
 		ip -n "$ns" addr add "${addr:-169.254.10.20}/16" dev "$eth"
 		;;
-	none) ;;
+	masquerade6 | dual)
+		if [[ $mode == dual ]]; then
+			ip -n "$ns" addr add "${addr:-10.0.2.2}/24" dev "$eth"
+			ip -n "$ns" route add default via 10.0.2.1
+		fi
+		ip -n "$ns" -6 addr add fd10:0:2::2/120 dev "$eth" nodad
+		ip -n "$ns" -6 route add default via fd10:0:2::1
+		;;
+	bridge6)
+		ip -n "$ns" -6 addr add fd00:10:244:1::77/128 dev "$eth" nodad
+		ip -n "$ns" -6 route add default via "$POD_GW6" dev "$eth"
+		;;
+	ll6 | none) ;;
 	*)
 		echo "guest_attach: unknown mode $mode" >&2
 		return 1
@@ -496,7 +555,7 @@ node_capture_start() {
 	for f in "${ifs[@]}"; do
 		: >"$NET_TMP/$NS_NODE-$f.err"
 		ip netns exec "$NS_NODE" tcpdump -n -l -U -i "$f" -w "$NET_TMP/$NS_NODE-$f.pcap" \
-			'host 169.254.169.254 or (arp and arp[24:4] = 0xa9fea9fe)' \
+			'host 169.254.169.254 or (arp and arp[24:4] = 0xa9fea9fe) or host fd00:ec2::254 or host fe80::a9fe:a9fe or (icmp6 and ip6[40] = 135 and (ip6[60:4] = 0x254 or ip6[60:4] = 0xa9fea9fe))' \
 			2>"$NET_TMP/$NS_NODE-$f.err" &
 		NODE_CAPS+=($!)
 		BG_PIDS+=($!)

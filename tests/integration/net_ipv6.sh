@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# IPv6 (issue 22): the service on fd00:ec2::254 (AWS's, routed through the
+# guest's gateway) and fe80::a9fe:a9fe (OpenStack's, on the VM's link)
+# beside 169.254.169.254, in launcher pods as tests/lib/netns.sh builds
+# them with a dual-stack Calico node (NODE_V6=1: the pod's fd00:10:244:1::5,
+# its default via fe80::ecee:eeff:feee:eeee).
+#   masquerade: KubeVirt's fd10:0:2::1/120 on k6t-eth0, its ip6 nat rules,
+#     IPv6 forwarding; a dual-stack guest served on all three addresses the
+#     same answers; its solicitation answered by the sidecar's responder
+#     (the kernel's own answers on veth-imds dropped), the answers' hop
+#     limit 1; an IPv6-only guest, and one with only its link-local
+#     address; Debian's cloud-init NoCloudNet reads its data from an IPv6
+#     seed (http://[fd00:ec2::254]/v1/); another host on the bridge gets no
+#     advertisement and no answer, the node routing fd00:ec2::254 to the pod
+#     none from the sidecar, a process of the pod is refused at once (a TCP
+#     reset: an ICMPv6 error left it waiting 1 s), and the node's side sees
+#     nothing of it all; served again within 1 s after veth-imds is deleted.
+#   bridge binding: a guest with an address of its own on the pod network
+#     (the dummy eth0 keeps no IPv6), served on both.
+#   IPv6 off in the pod (disable_ipv6): said once, IPv4 served.  (root)
+set -uo pipefail
+# shellcheck source=../lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+# shellcheck source=../lib/netns.sh
+. "$(dirname "$0")/../lib/netns.sh"
+
+NS_V6ONLY=$NS_TAG-v6
+NS_LL=$NS_TAG-ll
+NS_OTHER=$NS_TAG-other
+G6=fd00:ec2::254
+L6=fe80::a9fe:a9fe
+
+# get NS URL [curl args...]: the body, or curl's error
+get() {
+	local ns=$1 url=$2
+	shift 2
+	ip netns exec "$ns" curl -sS -g --max-time "${GUEST_TIMEOUT:-3}" "$@" "$url" 2>&1
+}
+
+export NODE_V6=1
+if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$NS_VM" tap0 dual; then
+	not_ok "dual-stack launcher pod (masquerade) and guest set up (needs root, iproute2, nftables)"
+	tap_done
+	exit 1
+fi
+expect_eq "launcher as KubeVirt builds it for IPv6: fd10:0:2::1/120 on k6t-eth0, IPv6 forwarding, ip6 nat" \
+	"fd10:0:2::1/120 1 fd10:0:2::2" \
+	"$(in_pod ip -6 -o addr show dev k6t-eth0 scope global | awk '{print $4}') $(in_pod sysctl -n net.ipv6.conf.all.forwarding) $(in_pod nft list chain ip6 nat KUBEVIRT_PREINBOUND | grep -o 'dnat to [^ ]*' | cut -d' ' -f3)"
+# Further guests on their own taps, all of them the VM's NICs for the sidecar.
+tap_add tap1 k6t-eth0 1400 && GUEST_IF=eth0 guest_attach "$NS_V6ONLY" tap1 masquerade6 52:54:00:12:34:61
+tap_add tap2 k6t-eth0 1400 && guest_attach "$NS_LL" tap2 ll6 52:54:00:12:34:62
+# ... and a host on the bridge that is not the VM's (no steering on tap3).
+tap_add tap3 k6t-eth0 1400 && guest_attach "$NS_OTHER" tap3 masquerade6 52:54:00:aa:bb:cc
+ip -n "$NS_OTHER" -6 addr flush dev eth0 scope global
+ip -n "$NS_OTHER" -6 addr add fd10:0:2::3/120 dev eth0 nodad
+ip -n "$NS_OTHER" -6 route replace default via fd10:0:2::1
+
+node_capture_start
+imds_start IMDS_INTERFACES=default:masquerade:tap0,net1:masquerade:tap1,net2:masquerade:tap2
+if imds_wait_serving 1 10 && grep -q "serving 169.254.169.254, \[$G6\], \[$L6\]:80" "$IMDS_LOG"; then
+	ok "run: serving 169.254.169.254, [$G6] and [$L6]"
+else
+	not_ok "run: serving 169.254.169.254, [$G6] and [$L6]" "$(imds_log_tail)"
+fi
+# the guests' link-local addresses finish duplicate address detection
+for _ in $(seq 300); do
+	[[ -z $(in_vm ip -6 addr show tentative)$(ip netns exec "$NS_LL" ip -6 addr show tentative) ]] && break
+	sleep 0.01
+done
+
+id4=$(get "$NS_VM" http://169.254.169.254/v1/identity -H 'Metadata: true')
+id6=$(get "$NS_VM" "http://[$G6]/v1/identity" -H 'Metadata: true')
+idl=$(get "$NS_VM" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
+if [[ $id4 == *'"vmName":"netvm"'* && $id6 == "$id4" && $idl == "$id4" ]]; then
+	ok "dual-stack guest: /v1/identity the same on 169.254.169.254, [$G6] and [$L6%eth0]"
+else
+	not_ok "dual-stack guest: /v1/identity the same on all three" "v4: $id4" "global: $id6" "link-local: $idl"
+fi
+for p in /v1/meta-data /openstack/latest/meta_data.json /latest/meta-data/instance-id; do
+	a=$(get "$NS_VM" "http://169.254.169.254$p")
+	b=$(get "$NS_VM" "http://[$G6]$p")
+	if [[ -n $a && $a == "$b" ]]; then ok "the same $p over IPv6"; else not_ok "the same $p over IPv6" "v4: $a" "v6: $b"; fi
+done
+expect_eq "the sidecar saw the guest's own IPv6 addresses (fd10:0:2::2, its link-local)" 2 \
+	"$(grep -E ' GET /v1/identity ' "$IMDS_LOG" | grep -cE '^[^ ]+ (fd10:0:2::2|fe80::5054:ff:fe12:3456) ')"
+mac=$(in_pod cat /sys/class/net/veth-imds/address)
+expect_eq "the guest's neighbour entry for $L6 is veth-imds's MAC" "$mac" \
+	"$(in_vm ip -6 neigh show "$L6" dev eth0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
+n_drop=$(in_pod nft list chain ip6 kubevirt_imds input | grep -o 'packets [0-9]*' | awk '{print $2}')
+if ((n_drop >= 1)); then
+	ok "the kernel's own answers to the steered solicitations are dropped ($n_drop solicitation(s) kept from it)"
+else
+	not_ok "the kernel's own answers to the steered solicitations are dropped" "$(in_pod nft list table ip6 kubevirt_imds)"
+fi
+# the answers' hop limit: a capture in the guest of a SYN-ACK from the service
+ip netns exec "$NS_VM" tcpdump -n -v -l -c 1 -i eth0 "src host $G6 and ip6[6] = 6 and ip6[53] & 0x12 = 0x12" \
+	>"$NET_TMP/synack.txt" 2>/dev/null &
+TD=$!
+sleep 0.3
+get "$NS_VM" "http://[$G6]/healthz" >/dev/null
+wait "$TD"
+if grep -q 'hlim 1,' "$NET_TMP/synack.txt"; then
+	ok "the SYN-ACK leaves with hop limit 1 (IMDS_HOP_LIMIT as IPV6_UNICAST_HOPS)"
+else
+	not_ok "the SYN-ACK leaves with hop limit 1" "$(cat "$NET_TMP/synack.txt")"
+fi
+
+out=$(get "$NS_V6ONLY" "http://[$G6]/v1/identity" -H 'Metadata: true')
+if [[ $out == "$id4" ]]; then ok "IPv6-only guest (fd10:0:2::2/120 via fd10:0:2::1) served on [$G6]"; else not_ok "IPv6-only guest served on [$G6]" "$out" "$(imds_log_tail)"; fi
+out=$(ip netns exec "$NS_V6ONLY" "$PY" "$REPO/tests/lib/cloudinit_client.py" \
+	--serial "ds=nocloud;s=http://[$G6]/v1/;dsmode=net" --mode datasource 2>&1)
+if grep -q '"ok": true' <<<"$out" && grep -q '"instance_id": "default-netvm"' <<<"$out"; then
+	ok "cloud-init's NoCloudNet get_data() from the IPv6-only guest, seed http://[$G6]/v1/"
+else
+	not_ok "cloud-init's NoCloudNet get_data() from the IPv6-only guest, seed http://[$G6]/v1/" "$out"
+fi
+out=$(get "$NS_LL" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
+if [[ $out == "$id4" ]]; then ok "a guest with only its link-local address served on [$L6%eth0]"; else not_ok "a guest with only its link-local address served on [$L6%eth0]" "$out" "$(imds_log_tail)"; fi
+
+# refusals
+before=$(grep -c ' GET ' "$IMDS_LOG")
+out=$(GUEST_TIMEOUT=2 get "$NS_OTHER" "http://[$G6]/healthz")
+if [[ $out == OK ]]; then not_ok "another host on the bridge gets nothing on [$G6]" "$out"; else ok "another host on the bridge gets nothing on [$G6] (${out#curl: (* })"; fi
+ip netns exec "$NS_OTHER" ip -6 neigh flush dev eth0
+out=$(GUEST_TIMEOUT=2 get "$NS_OTHER" "http://[$L6%eth0]/healthz")
+if [[ $out == OK ]]; then not_ok "... nor on [$L6]" "$out"; else ok "... nor on [$L6] (${out#curl: (* })"; fi
+expect_eq "... and no advertisement for $L6 reached it" "" \
+	"$(ip netns exec "$NS_OTHER" ip -6 neigh show "$L6" | grep lladdr)"
+t0=$(now_ms)
+r=$(ip netns exec "$NS_POD" curl -sS -g -o /dev/null --max-time 3 "http://[$G6]/healthz" 2>&1)
+st=$?
+ms=$(($(now_ms) - t0))
+if ((st == 7 && ms < 1000)); then
+	ok "a process of the pod is refused at once on [$G6] ($ms ms: ${r#curl: })"
+else
+	not_ok "a process of the pod is refused at once on [$G6]" "curl exit $st after $ms ms: $r"
+fi
+cap=$(node_capture_count)
+expect_eq "the node's side saw no packet for $G6 or $L6, nor a solicitation for them" 0 "$cap"
+[[ $cap == 0 ]] || node_capture_show | sed 's/^/# /'
+pod_ll=$(in_pod ip -6 -o addr show dev eth0 scope link | awk '{print $4}' | cut -d/ -f1)
+ip -n "$NS_NODE" -6 route add "$G6/128" via "$pod_ll" dev cali0
+out=$(ip netns exec "$NS_NODE" curl -sS -g --max-time 2 "http://[$G6]/healthz" 2>&1)
+# (KubeVirt's PREINBOUND hands what comes in on eth0 to the guest, as for IPv4)
+if [[ $out == OK ]]; then not_ok "the node (routing $G6 to the pod) is not answered by the sidecar" "$out"; else ok "the node (routing $G6 to the pod) is not answered by the sidecar (${out#curl: (* })"; fi
+expect_eq "... and the sidecar saw none of those requests" "$before" "$(grep -c ' GET ' "$IMDS_LOG")"
+
+# restore
+t0=$(now_ms)
+in_pod ip link del veth-imds
+served=""
+for _ in $(seq 300); do
+	[[ $(GUEST_TIMEOUT=0.2 get "$NS_VM" "http://[$G6]/healthz") == OK ]] && served=$(($(now_ms) - t0)) && break
+	sleep 0.005
+done
+if [[ -n $served ]] && ((served < 1000)); then
+	ok "veth-imds deleted: the guest served again on [$G6] after $served ms"
+else
+	not_ok "veth-imds deleted: the guest served again on [$G6] within 1 s" "${served:-never}" "$(imds_log_tail)"
+fi
+expect_eq "IPv6 plumbing restored once: fd00:ec2::254/128, fe80::a9fe:a9fe/64, two rules, the table's route" "1 1 2 1" \
+	"$(in_pod ip -6 -o addr show dev veth-imds | grep -c "$G6/128") $(in_pod ip -6 -o addr show dev veth-imds | grep -c "$L6/64") $(in_pod ip -6 rule show | grep -c 'lookup 169254') $(in_pod ip -6 route show table 169254 | grep -c '^default dev veth-imds')"
+imds_stop
+grep -q 'neighbour advertisements' "$IMDS_LOG" &&
+	expect_eq "the responder answered the solicitations (stop line)" 1 \
+		"$(grep -cE 'stopped \([0-9]+ ARP replies, [1-9][0-9]* neighbour advertisements' "$IMDS_LOG")"
+
+# bridge binding: a second pod
+netns_reset() { # fresh names for a second pod
+	NS_NODE=$NS_TAG-node2 NS_POD=$NS_TAG-pod2 NS_VM=$NS_TAG-vm2
+}
+netns_reset
+if ns_setup && node_link 1400 && launcher_bridge && guest_attach "$NS_VM" tap0 bridge6; then
+	node_capture_start
+	imds_start IMDS_INTERFACES=default:bridge:tap0
+	imds_wait_serving 1 10
+	for _ in $(seq 300); do [[ -z $(in_vm ip -6 addr show tentative) ]] && break; sleep 0.01; done
+	out=$(get "$NS_VM" "http://[$G6]/v1/identity" -H 'Metadata: true')
+	out2=$(get "$NS_VM" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
+	if [[ $out == *'"vmName":"netvm"'* && $out2 == "$out" ]]; then
+		ok "bridge binding: a guest with its own address on the pod network served on [$G6] and [$L6%eth0]"
+	else
+		not_ok "bridge binding: the guest served on [$G6] and [$L6]" "$out" "$out2" "$(imds_log_tail)"
+	fi
+	expect_eq "bridge binding: the node's side saw nothing of it" 0 "$(node_capture_count)"
+	imds_stop
+else
+	not_ok "bridge binding pod with IPv6 set up"
+fi
+
+# IPv6 off in the pod
+NS_NODE=$NS_TAG-node3 NS_POD=$NS_TAG-pod3 NS_VM=$NS_TAG-vm3
+export NODE_V6=0
+if ns_setup && in_pod sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
+	node_link 1400 && launcher_masquerade && guest_attach "$NS_VM" tap0 masquerade; then
+	imds_start IMDS_INTERFACES=default:masquerade:tap0
+	imds_wait_serving 1 10
+	expect_eq "IPv6 off in the pod: said once" 1 "$(grep -c 'IPv6 is off in the pod' "$IMDS_LOG")"
+	expect_eq "... and 169.254.169.254 served" OK "$(get "$NS_VM" http://169.254.169.254/healthz)"
+	imds_stop
+else
+	not_ok "a pod with IPv6 off set up"
+fi
+if imds_log_clean; then ok "server logs free of sanitizer reports"; else not_ok "server logs free of sanitizer reports" "$(imds_log_tail)"; fi
+tap_done
