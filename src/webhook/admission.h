@@ -31,6 +31,9 @@ struct ifc_plugin;
 #define ADMISSION_SERIAL "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
 /* imds.kubevirt.io/serial-form: nocloud-net (Talos); discovery.h. */
 #define ADMISSION_SERIAL_NET "ds=nocloud-net;s=http://169.254.169.254/v1/"
+/* imds.kubevirt.io/ip-family: IPv6 (an IPv6-only VM); discovery.h. */
+#define ADMISSION_SERIAL6 "ds=nocloud;s=http://[fd00:ec2::254]/v1/;dsmode=net"
+#define ADMISSION_SERIAL6_NET "ds=nocloud-net;s=http://[fd00:ec2::254]/v1/"
 /* imds.kubevirt.io/dmi-chassis: the chassis manufacturer; discovery.h. */
 #define ADMISSION_CHASSIS_VENDOR "kubevirt-imds"
 

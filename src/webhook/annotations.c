@@ -77,6 +77,10 @@ void ann_check_data(struct review *a, uint32_t anns, const char *where)
 	if (sf.p && !str_is(sf, "nocloud") && !str_is(sf, "nocloud-net"))
 		rv_fail(a, RV_DENY, "%s: want nocloud or nocloud-net, got %s", ANN_SERIAL_FORM,
 		     rv_shown(sf, q, sizeof(q)));
+	struct str fam = rv_str(a, anns, ANN_IP_FAMILY, where);
+	if (fam.p && !str_is(fam, "IPv4") && !str_is(fam, "IPv6"))
+		rv_fail(a, RV_DENY, "%s: want IPv4 or IPv6, got %s", ANN_IP_FAMILY,
+			rv_shown(fam, q, sizeof(q)));
 	struct str dc = rv_str(a, anns, ANN_DMI_CHASSIS, where);
 	if (dc.p && !str_is(dc, "true") && !str_is(dc, "false"))
 		rv_fail(a, RV_DENY, "%s: want true or false, got %s", ANN_DMI_CHASSIS, rv_shown(dc, q, sizeof(q)));

@@ -22,6 +22,7 @@ struct review;
 #define ANN_BRIDGE_NAME ANN "bridge-name"
 #define ANN_SERIAL_FORM ANN "serial-form"
 #define ANN_DMI_CHASSIS ANN "dmi-chassis"
+#define ANN_IP_FAMILY ANN "ip-family"
 #define ANN_PASSWORD_KEY ANN "password-key"
 #define ANN_SSH_KEYS_SECRET ANN "ssh-keys-secret"
 #define ANN_META_DATA ANN "meta-data"

@@ -34,8 +34,10 @@ struct str disc_ann(struct review *a, uint32_t obj, int vm, const char *key)
 const char *disc_serial(struct review *a, uint32_t obj, int vm)
 {
 	/* ann_check_data refused any other value before. */
-	return str_is(disc_ann(a, obj, vm, ANN_SERIAL_FORM), "nocloud-net") ? ADMISSION_SERIAL_NET
-									      : ADMISSION_SERIAL;
+	int net = str_is(disc_ann(a, obj, vm, ANN_SERIAL_FORM), "nocloud-net");
+	if (str_is(disc_ann(a, obj, vm, ANN_IP_FAMILY), "IPv6"))
+		return net ? ADMISSION_SERIAL6_NET : ADMISSION_SERIAL6;
+	return net ? ADMISSION_SERIAL_NET : ADMISSION_SERIAL;
 }
 
 void disc_chassis(struct review *a, uint32_t obj, int vm)

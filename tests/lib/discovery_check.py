@@ -20,6 +20,8 @@ import jsonpatch
 CLI, FIX = sys.argv[1], sys.argv[2]
 SERIAL = "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
 SERIAL_NET = "ds=nocloud-net;s=http://169.254.169.254/v1/"
+SERIAL6 = "ds=nocloud;s=http://[fd00:ec2::254]/v1/;dsmode=net"
+SERIAL6_NET = "ds=nocloud-net;s=http://[fd00:ec2::254]/v1/"
 failed = 0
 
 
@@ -73,11 +75,14 @@ def vm_domain(obj, vm):
     return obj["spec"]["template"]["spec"]["domain"] if vm else obj["spec"]["domain"]
 
 
-def case_serial(fx, vm, where, form, want, existing=None):
-    name = "%s, serial-form %s on the %s" % (fx, form, where)
+def case_serial(fx, vm, where, form, want, existing=None, family=None):
+    name = "%s, serial-form %s%s on the %s" % (fx, form, ", ip-family %s" % family if family else "", where)
     review = load(fx)
     obj = review["request"]["object"]
-    anns_of(obj, where)["imds.kubevirt.io/serial-form"] = form
+    if form is not None:
+        anns_of(obj, where)["imds.kubevirt.io/serial-form"] = form
+    if family is not None:
+        anns_of(obj, where)["imds.kubevirt.io/ip-family"] = family
     if existing is not None:
         vm_domain(obj, vm).setdefault("firmware", {})["serial"] = existing
     resp, patch, err = answer(review)
@@ -157,6 +162,18 @@ case_serial("vmi-standalone", 0, "vmi", "nocloud-net", SERIAL_NET)
 case_serial("vm-serial", 1, "template", "nocloud-net", "USER-1 " + SERIAL_NET, existing="USER-1")
 case_denied("vm-no-firmware", "template", "imds.kubevirt.io/serial-form", "nocloud-net ", "serial-form")
 case_denied("vmi-standalone", "vmi", "imds.kubevirt.io/serial-form", "NoCloud", "serial-form")
+
+# The seed's address: IPv6 for an IPv6-only VM, on its own and with the
+# nocloud-net form, on the template, the VM's own metadata, a VMI; IPv4 is
+# the default; anything else denied naming the annotation.
+case_serial("vm-no-firmware", 1, "template", None, SERIAL6, family="IPv6")
+case_serial("vm-no-firmware", 1, "template", "nocloud-net", SERIAL6_NET, family="IPv6")
+case_serial("vm-own-annotation", 1, "vm", None, SERIAL6, family="IPv6")
+case_serial("vmi-standalone", 0, "vmi", None, SERIAL6, family="IPv6")
+case_serial("vm-serial", 1, "template", None, "USER-1 " + SERIAL6, existing="USER-1", family="IPv6")
+case_serial("vm-no-firmware", 1, "template", None, SERIAL, family="IPv4")
+case_denied("vm-no-firmware", "template", "imds.kubevirt.io/ip-family", "ipv6", "ip-family")
+case_denied("vmi-standalone", "vmi", "imds.kubevirt.io/ip-family", "IPv6,IPv4", "ip-family")
 
 # The chassis: added with its parent, added beside other chassis fields,
 # a user's manufacturer kept, an empty one replaced.
