@@ -35,6 +35,11 @@
 #   bridge: Debian 12 in bridge binding (its ifupdown/dhclient with /32 and
 #     option 121), one boot.
 #   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
+#   ipv6: Debian 13 with no IPv4 at all, in a dual-stack masquerade pod:
+#     fd10:0:2::2/120 via fd10:0:2::1 on its kernel command line (KubeVirt's
+#     DHCPv6 gives no route), and the serial the webhook writes for
+#     imds.kubevirt.io/ip-family: IPv6 (seed http://[fd00:ec2::254]/v1/).
+# Every guest but passt's also asks fe80::a9fe:a9fe from its link-local.
 #   (trixie: Debian 13 in masquerade, not in the default set.)
 # In bridge binding and passt the sidecar is killed (SIGKILL) once the guest
 # had its meta-data and started again.  After each boot: the node saw nothing,
@@ -67,7 +72,7 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt}
+SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt ipv6}
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
 GUEST_MAC=52:54:00:5e:00:02
@@ -144,7 +149,7 @@ if ! guest_image bookworm; then
 fi
 BOOKWORM_IMG=$IMG BOOKWORM="bookworm (cloud-init $CI_VER)"
 TRIXIE_IMG="" TRIXIE=trixie
-if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt)\  ]] && guest_image trixie; then
+if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt|ipv6)\  ]] && guest_image trixie; then
 	TRIXIE_IMG=$IMG TRIXIE="trixie (cloud-init $CI_VER)"
 fi
 
@@ -157,6 +162,24 @@ else
 	not_ok "webhook's VM serial" "$SERIAL"
 	tap_done
 	exit 1
+fi
+# ... and for an IPv6-only VM (imds.kubevirt.io/ip-family: IPv6 on its template)
+SERIAL6=""
+if [[ " $SCENARIOS " == *" ipv6 "* ]]; then
+	"$PY" - "$VM_REVIEW" "$work/vm-ipv6.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+md = r["request"]["object"]["spec"]["template"].setdefault("metadata", {})
+md.setdefault("annotations", {})["imds.kubevirt.io/ip-family"] = "IPv6"
+json.dump(r, open(sys.argv[2], "w"))
+PYEOF
+	if SERIAL6="$("$SIDECAR_ENV" vm-serial --review "$work/vm-ipv6.json" --admission-cli "$ADMISSION_CLI" 2>&1)" &&
+		[[ $SERIAL6 == *'s=http://[fd00:ec2::254]/v1/'* ]]; then
+		ok "webhook's VM serial with ip-family IPv6: $SERIAL6"
+	else
+		not_ok "webhook's VM serial with ip-family IPv6" "$SERIAL6"
+		SERIAL6=""
+	fi
 fi
 
 # --- user-data --------------------------------------------------------------------------
@@ -177,18 +200,24 @@ cat >>"$USER_DATA" <<'EOF'
     permissions: '0755'
     content: |
       #!/bin/sh
-      # The guest's own requests to the sidecar, printed on the console.
+      # The guest's own requests to the sidecar, printed on the console:
+      # over IPv4, or over IPv6 when the guest has no IPv4 route (IPv6-only).
       u=http://169.254.169.254/v1
-      id=$(curl -s -m 10 -H 'Metadata: true' $u/identity | base64 -w0)
-      tok=$(curl -s -m 10 -H 'Metadata: true' $u/token | base64 -w0)
-      st_id=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/identity)
-      st_tok=$(curl -s -m 10 -o /dev/null -w '%{http_code}' $u/token)
-      lat=$(curl -s -m 10 -o /dev/null -H 'Metadata: true' -w '%{time_connect} %{time_total}' $u/identity)
+      ip -4 route get 169.254.169.254 >/dev/null 2>&1 || u='http://[fd00:ec2::254]/v1'
+      echo "${u%/v1}" >/run/imds-e2e-base
+      id=$(curl -g -s -m 10 -H 'Metadata: true' $u/identity | base64 -w0)
+      tok=$(curl -g -s -m 10 -H 'Metadata: true' $u/token | base64 -w0)
+      st_id=$(curl -g -s -m 10 -o /dev/null -w '%{http_code}' $u/identity)
+      st_tok=$(curl -g -s -m 10 -o /dev/null -w '%{http_code}' $u/token)
+      lat=$(curl -g -s -m 10 -o /dev/null -H 'Metadata: true' -w '%{time_connect} %{time_total}' $u/identity)
+      # OpenStack's link-local address, from the guest's own link-local one
+      ll=$(curl -g -s -m 5 -H 'Metadata: true' 'http://[fe80::a9fe:a9fe%eth0]/v1/identity' | base64 -w0)
       {
         echo "IMDS-IDENTITY-BEGIN $id IMDS-IDENTITY-END"
         echo "IMDS-TOKEN-BEGIN $tok IMDS-TOKEN-END"
         echo "IMDS-NOHEADER identity=$st_id token=$st_tok"
         echo "IMDS-LATENCY $lat"
+        echo "IMDS-V6LL-BEGIN $ll IMDS-V6LL-END"
         echo "IMDS-FILE $(base64 -w0 </etc/imds-e2e.txt)"
       } >/dev/ttyS0
   - path: /usr/local/sbin/imds-e2e-report
@@ -205,6 +234,7 @@ cat >>"$USER_DATA" <<'EOF'
       cloud-init status --long 2>&1 | sed "s/^/IMDS-STATUS boot=$n /"
       echo "IMDS-RESULT boot=$n $(tr -d ' \n' </run/cloud-init/result.json)"
       echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
+      echo "IMDS-ADDR6 boot=$n $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
       echo "IMDS-QUERY boot=$n role=$(cloud-init query ds.meta_data.role 2>&1) tier=$(cloud-init query ds.meta_data.tier 2>&1)"
       echo "IMDS-OPENSTACK boot=$n $(/usr/local/sbin/imds-e2e-openstack 2>/dev/null | tr '\n' ' ')"
@@ -219,7 +249,11 @@ cat >>"$USER_DATA" <<'EOF'
       import hashlib, json
       from cloudinit.sources.helpers import openstack
       try:
-          d = openstack.MetadataReader("http://169.254.169.254", timeout=5, retries=2).read_v2()
+          try:
+              base = open("/run/imds-e2e-base").read().strip()
+          except OSError:
+              base = "http://169.254.169.254"
+          d = openstack.MetadataReader(base, timeout=5, retries=2).read_v2()
       except Exception as e:
           print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
           raise SystemExit(0)
@@ -362,7 +396,7 @@ pod_up() {
 	[[ -n ${POD_NETCFG:-} ]] && netcfg_arg=(--set-annotation "imds.kubevirt.io/network-config=@$POD_NETCFG")
 	ns_new "$NS_NODE" && ns_new "$NS_POD" && node_link 1500 || return 1
 	case $binding in
-	masquerade | linklocal) TAP_MQ=0 launcher_masquerade || return 1 ;;
+	masquerade | linklocal | masquerade6) TAP_MQ=0 launcher_masquerade || return 1 ;;
 	istio) TAP_MQ=0 launcher_istio || return 1 ;;
 	bridge) TAP_MQ=0 launcher_bridge || return 1 ;;
 	passt) launcher_passt || return 1 ;;
@@ -379,6 +413,7 @@ pod_up() {
 		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
 		ifs=default:masquerade:tap0
 		;;
+	masquerade6) ifs=default:masquerade:tap0 ;; # the guest's IPv6 is its own configuration
 	bridge)
 		bridge_dhcp_start "$work/$name/dnsmasq.log" || return 1
 		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
@@ -588,10 +623,10 @@ guest_checks() {
 	else
 		not_ok "$l: cloud-init reports no errors" "$got" "$(grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r')"
 	fi
-	if grep -aq 'DataSourceNoCloudNet \[seed=dmi,http://169\.254\.169\.254/v1/\]' "$con"; then
-		ok "$l: datasource NoCloudNet from the webhook's DMI serial"
+	if grep -aqF "DataSourceNoCloudNet [seed=dmi,${SEED_URL:-http://169.254.169.254/v1/}]" "$con"; then
+		ok "$l: datasource NoCloudNet from the webhook's DMI serial (${SEED_URL:-http://169.254.169.254/v1/})"
 	else
-		not_ok "$l: datasource NoCloudNet from the webhook's DMI serial" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
+		not_ok "$l: datasource NoCloudNet from the webhook's DMI serial (${SEED_URL:-http://169.254.169.254/v1/})" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
 	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
@@ -671,7 +706,7 @@ boot_guest() { # <name> <console> [qemu args]
 	timestamp "$con" "$con.ts"
 	local netdev=""
 	[[ $POD_BINDING == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
-	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "$SERIAL" "$con" "$@" 2>"$work/boot.err"; then
+	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi
@@ -687,6 +722,7 @@ boot_guest() { # <name> <console> [qemu args]
 ssh_login() {
 	local l=$1 out t0=$EPOCHREALTIME from=$NS to=10.0.2.2
 	[[ $POD_BINDING == bridge || $POD_BINDING == passt ]] && from=$NS_NODE to=$POD_IP
+	[[ $POD_BINDING == masquerade6 ]] && to=fd10:0:2::2
 	# shellcheck disable=SC2016 # expanded by the guest's shell
 	out=$(ip netns exec "$from" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
 		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR "debian@$to" \
@@ -704,6 +740,10 @@ guest_addr_check() {
 	local l=$1 con=$2 addrs how
 	addrs="$(line "$con" 'IMDS-ADDR boot=1' | cut -d' ' -f3-)"
 	case $POD_BINDING in
+	masquerade6)
+		how="its own IPv6 configuration (the kernel command line's network-config), no IPv4"
+		addrs="$(line "$con" 'IMDS-ADDR6 boot=1' | cut -d' ' -f3-) $addrs"
+		;;
 	bridge) how="KubeVirt's bridge DHCP: the pod IP /32, routes by option 121" ;;
 	passt) how="passt's DHCP: the pod's address" ;;
 	*) how="KubeVirt's masquerade DHCP" ;;
@@ -759,6 +799,23 @@ refusals() {
 	fi
 }
 
+# v6ll_check <label> <console>: the guest also asked OpenStack's IPv6
+# link-local address from its own link-local one (every guest has one: the
+# pod's IPv6 is on): the same identity.  A passt guest cannot: passt carries
+# no link-local traffic (docs/sidecar.md).
+v6ll_check() {
+	local l=$1 con=$2 got want
+	got="$(between "$con" IMDS-V6LL-BEGIN IMDS-V6LL-END | base64 -d 2>/dev/null)"
+	want="$(between "$con" IMDS-IDENTITY-BEGIN IMDS-IDENTITY-END | base64 -d 2>/dev/null)"
+	if [[ $POD_BINDING == passt ]]; then
+		expect_eq "$l: [fe80::a9fe:a9fe%eth0] not on a passt guest's path (documented)" "" "$got"
+	elif [[ -n $got && $got == "$want" ]]; then
+		ok "$l: the same identity from [fe80::a9fe:a9fe%eth0], over the guest's IPv6 link-local"
+	else
+		not_ok "$l: the same identity from [fe80::a9fe:a9fe%eth0]" "got: $got" "want: $want"
+	fi
+}
+
 # latency <label> <console>: the guest's own request for /v1/identity (curl in
 # runcmd: connect and total, through the binding's path) and the sidecar's time
 # for the guest's first request (its access log)
@@ -793,6 +850,7 @@ scenario_binding() {
 	case $binding in
 	bridge) GUEST_ADDR=$POD_IP/32 ;;
 	passt) GUEST_ADDR=$POD_IP/ ;;
+	masquerade6) GUEST_ADDR=fd10:0:2::2/120 ;;
 	*) GUEST_ADDR=10.0.2.2/24 ;;
 	esac
 	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
@@ -811,6 +869,7 @@ scenario_binding() {
 	guest_addr_check "$l" "$con"
 	[[ -n ${POD_NETCFG:-} ]] && netcfg_checks "$l" "$con" 1
 	latency "$l" "$con"
+	v6ll_check "$l" "$con"
 	capture_check "$l"
 	refusals "$l"
 	ssh_login "$l"
@@ -950,6 +1009,10 @@ ethernets:
     addresses: [$NETCFG_ADDR]
 EOF
 
+# The IPv6-only guest's network, on its kernel command line (it wins over
+# the datasource's): eth0 fd10:0:2::2/120 via fd10:0:2::1, no DHCP at all.
+NETCFG6="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, mac_address: "52:54:00:5e:00:02", subnets: [{type: static6, address: "fd10:0:2::2/120", gateway: "fd10:0:2::1"}]}]}' | base64 -w0)"
+
 # Debian 13 with a network-config of DHCP alone (passt: no DHCPv6 to wait for)
 NETCFG_DHCP_FILE=$work/network-config-dhcp
 sed '/addresses:/d' "$NETCFG_FILE" >"$NETCFG_DHCP_FILE"
@@ -961,7 +1024,7 @@ for s in $SCENARIOS; do
 	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
 	bridge) GUEST_IMG=$BOOKWORM_IMG scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
-	trixie | bridge-trixie | passt)
+	trixie | bridge-trixie | passt | ipv6)
 		if [[ -z $TRIXIE_IMG ]]; then
 			not_ok "$s: the trixie guest image"
 			continue
@@ -970,6 +1033,17 @@ for s in $SCENARIOS; do
 		trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_binding trixie "$TRIXIE masquerade" masquerade 1 ;;
 		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
 		passt) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_DHCP_FILE scenario_binding passt "$TRIXIE passt" passt 0 ;;
+		ipv6)
+			if [[ -z $SERIAL6 ]]; then
+				not_ok "ipv6: the webhook's IPv6 serial"
+				continue
+			fi
+			# An IPv6-only guest: fd10:0:2::2/120 via fd10:0:2::1 from the kernel
+			# command line (KubeVirt's DHCPv6 gives no route and it sends no
+			# router advertisement); the seed http://[fd00:ec2::254]/v1/.
+			GUEST_IMG=$TRIXIE_IMG VM_SERIAL=$SERIAL6 SEED_URL='http://[fd00:ec2::254]/v1/' NODE_V6=1 \
+				VM_APPEND="network-config=$NETCFG6" scenario_binding ipv6 "$TRIXIE IPv6-only" masquerade6 0
+			;;
 		esac
 		;;
 	*) not_ok "unknown scenario $s" ;;
