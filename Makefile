@@ -218,6 +218,13 @@ coverage: deps-build
 	@hack/install-deps.sh test coverage
 	@hack/coverage.sh
 
+## debug-curl: on a node, as root: what a launcher pod's sidecar answers its VM, asked the VM's
+## way (hack/debug-curl.sh; PID=any process of the pod, URL_PATH=/v1/identity by default)
+.PHONY: debug-curl
+debug-curl:
+	@[ -n "$(PID)" ] || { echo "make debug-curl PID=<a process of the launcher pod> [URL_PATH=/v1/...]" >&2; exit 2; }
+	@hack/debug-curl.sh --pid "$(PID)" $(URL_PATH)
+
 ## fuzz-long: each fuzz target for FUZZ_LONG_SECONDS (default 600), new coverage merged
 ## into tests/fuzz/corpus/ (commit what it adds)
 .PHONY: fuzz-long

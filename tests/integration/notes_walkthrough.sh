@@ -293,6 +293,15 @@ if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$N
 	tap_done
 	exit 1
 fi
+# The notes' imds-init container: `imds-server init` with IMDS_BRIDGE_NAME
+# alone (issue 23 item 3: init needs only what it uses).
+out=$(ip netns exec "$NS_POD" env -i IMDS_BRIDGE_NAME=k6t-eth0 "$IMDS_SERVER" init 2>&1)
+st=$?
+if ((st == 0)) && grep -q '1 tap(s) steered' <<<"$out"; then
+	ok "works: the notes' imds-init (imds-server init, env IMDS_BRIDGE_NAME only): exit 0, tap0 steered"
+else
+	not_ok "works: the notes' imds-init (imds-server init, env IMDS_BRIDGE_NAME only)" "status $st" "$out"
+fi
 imds_start IMDS_VM_NAME=testvm-imds IMDS_NAMESPACE=default
 if imds_wait_serving 1 10; then ok "the sidecar serves the guest (masquerade)"; else not_ok "the sidecar serves the guest" "$(imds_log_tail)"; fi
 
@@ -381,6 +390,23 @@ else
 fi
 out=$(guest_get "$NS_VM" /v1/identity -H 'Metadata: true' 2>&1)
 has "works: the same curl from the VM's side of the bridge (virtctl console VM, then curl)" "$out" '"vmName":"testvm-imds"'
+# ... or, without a login to the guest, from the node (issue 23 item 6):
+# hack/debug-curl.sh (make debug-curl PID=...) asks the VM's way.
+out=$("$REPO/hack/debug-curl.sh" --netns "$NS_POD" 2>&1)
+has "works: hack/debug-curl.sh --pid PID (make debug-curl) on the node: the VM's answer, asked the VM's way" "$out" '"vmName":"testvm-imds"'
+expect_eq "  ... and it leaves nothing in the pod (its table, its veth, its neighbour entry)" "0 0 0" \
+	"$(in_pod nft list tables | grep -c imds_debug) $(in_pod ip -o link | grep -c imds-dbg) $(in_pod ip neigh show dev veth-imds | grep -c 192.0.2.10)"
+out=$("$REPO/hack/debug-curl.sh" --netns "$NS_POD" /v1/token 2>&1)
+has "  ... PATH passed on (/v1/token without the header: 400)" "$out" 'missing_header'
+out=$("$REPO/hack/debug-curl.sh" --netns "$NS_POD" /v1/token -H 'Metadata: true' 2>&1)
+has "  ... and curl's arguments (with the header: the token)" "$out" '"token":"'
+out=$("$REPO/hack/debug-curl.sh" --pid 999999999 2>&1)
+st=$?
+if ((st == 1)) && [[ $out == *"no process"* ]]; then
+	ok "  ... a wrong PID: a message naming it, exit 1"
+else
+	not_ok "  ... a wrong PID: a message naming it" "status $st" "$out"
+fi
 imds_stop
 kill -TERM "$WPID" 2>/dev/null
 wait "$WPID" 2>/dev/null
