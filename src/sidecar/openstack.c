@@ -272,16 +272,33 @@ static void link_id(struct sbuf *b, const struct netstatus_nic *nic, unsigned i)
 		sbuf_printf(b, "link%u", i);
 }
 
+/* Does the VM have the pod network's MAC?  In bridge binding (and a
+ * managedTap plugin) KubeVirt gives the guest the pod interface's MAC
+ * (discoverbridge.go: spec, else status, else the pod's); with masquerade
+ * or passt the guest's MAC is its own.  IMDS_INTERFACES says the binding of
+ * the NIC on tap0, the pod network's. */
+static int pod_nic_bridged(const struct imds_config *cfg)
+{
+	for (size_t i = 0; cfg->have_ifaces && i < cfg->ifaces.n; i++)
+		if (strcmp(cfg->ifaces.e[i].tap, "tap0") == 0)
+			return cfg->ifaces.e[i].kind == IFACES_BRIDGE ||
+			       cfg->ifaces.e[i].kind == IFACES_MANAGEDTAP;
+	return 0;
+}
+
 /* network_data.json from the pod's network-status: a link per interface
  * of a secondary network (Multus), with its MAC, which is the VM's with
  * the bridge and SR-IOV bindings; DHCP on it when the network gave it an
  * IPv4 (KubeVirt's DHCP then hands that address to the guest).  The pod
- * network's interface is left out: the MAC there is the pod's, which the
- * guest does not have with masquerade (the default) or passt, and a link
- * no adapter matches stops cloud-init and cloudbase-init. */
+ * network's interface only when the VM is bridged to it (pod_nic_bridged):
+ * with masquerade (the default) or passt the MAC there is the pod's, which
+ * the guest does not have, and a link no adapter matches stops cloud-init
+ * and cloudbase-init.  (A MAC the VMI sets itself is the guest's, not the
+ * pod interface's: such a NIC's link names a MAC the guest lacks.) */
 static int render_net(struct openstack *os, const struct inst_net *net)
 {
 	const struct netstatus *ns = net->ns;
+	int pod_nic = pod_nic_bridged(os->inst->cfg);
 	size_t cap = 256 + (size_t)ns->n * (NETSTATUS_NAME_MAX * 6 + NETSTATUS_IFACE_MAX * 2 + 256);
 	char *buf = malloc(cap);
 	if (!buf)
@@ -291,7 +308,7 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 	sbuf_puts(&b, "{\"links\":[");
 	for (unsigned i = 0; i < ns->n; i++) {
 		const struct netstatus_nic *nic = &ns->nic[i];
-		if (nic->is_default || !nic->has_mac)
+		if ((nic->is_default && !pod_nic) || !nic->has_mac)
 			continue;
 		sbuf_puts(&b, nl++ ? ",{\"id\":\"" : "{\"id\":\"");
 		link_id(&b, nic, i);
@@ -304,7 +321,7 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 	sbuf_puts(&b, "],\"networks\":[");
 	for (unsigned i = 0; i < ns->n; i++) {
 		const struct netstatus_nic *nic = &ns->nic[i];
-		if (nic->is_default || !nic->has_mac || !nic->ipv4[0])
+		if ((nic->is_default && !pod_nic) || !nic->has_mac || !nic->ipv4[0])
 			continue;
 		sbuf_printf(&b, "%s{\"id\":\"network%u\",\"type\":\"ipv4_dhcp\",\"link\":\"",
 			    nn++ ? "," : "", i);

@@ -2136,6 +2136,36 @@ static void test_openstack_tree(void **state)
 	get_is(a, "/openstack/latest/network_data.json", 200, "{\"links\":[],\"networks\":[],\"services\":[]}\n");
 	put_str(in_dir(f, "ns"), "not json");
 	get_is(a, "/openstack/latest/network_data.json", 200, "{\"links\":[],\"networks\":[],\"services\":[]}\n");
+	/* the pod network bridged to the VM (IMDS_INTERFACES: tap0 in bridge
+	 * binding): the guest has the pod interface's MAC, its link is listed;
+	 * in masquerade (or passt) not */
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_INTERFACES", "default:bridge:tap0,br1:bridge:tap26578a32802", 1);
+	a = start(f);
+	get_is(a, "/openstack/latest/network_data.json", 200,
+	       "{\"links\":[{\"id\":\"eth0\",\"type\":\"phy\","
+	       "\"ethernet_mac_address\":\"0a:58:0a:f4:01:05\",\"vif_id\":\"k8s-pod-network\"},"
+	       "{\"id\":\"pod26578a32802\",\"type\":\"phy\","
+	       "\"ethernet_mac_address\":\"02:4b:b0:00:00:01\",\"vif_id\":\"demo/br1\"},"
+	       "{\"id\":\"link2\",\"type\":\"phy\",\"ethernet_mac_address\":\"02:4b:b0:00:00:02\","
+	       "\"vif_id\":\"demo/br2\"}],"
+	       "\"networks\":[{\"id\":\"network0\",\"type\":\"ipv4_dhcp\",\"link\":\"eth0\","
+	       "\"network_id\":\"k8s-pod-network\"},"
+	       "{\"id\":\"network1\",\"type\":\"ipv4_dhcp\",\"link\":\"pod26578a32802\","
+	       "\"network_id\":\"demo/br1\"}],\"services\":[]}\n");
+	setenv("IMDS_INTERFACES", "default:masquerade:tap0,br1:bridge:tap26578a32802", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	if (strstr(r.body, "0a:58:0a:f4:01:05") || !strstr(r.body, "02:4b:b0:00:00:01"))
+		fail_msg("masquerade on the pod network: its link left out: %s", r.body);
+	resp_free(&r);
+	setenv("IMDS_INTERFACES", "default:passt", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	if (strstr(r.body, "0a:58:0a:f4:01:05"))
+		fail_msg("passt: the pod network's link left out: %s", r.body);
+	resp_free(&r);
+	unsetenv("IMDS_INTERFACES");
 	/* absent at start (Multus writes it later): read when it comes */
 	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "later"), 1);
 	a = start(f);
