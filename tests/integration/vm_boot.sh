@@ -978,8 +978,12 @@ sed '/addresses:/d' "$NETCFG_FILE" >"$NETCFG_DHCP_FILE"
 # from the webhook's patch of the migration target pod (KubeVirt's marks on
 # it: MIG_REVIEW).  A second qemu is started there with the source's own
 # command line and -incoming, as libvirt starts the target domain; the
-# source is migrated to it with QMP `migrate` (max-bandwidth unlimited, as
-# libvirt sets it when KubeVirt asks for no bandwidth limit), then stopped as
+# source is migrated to it with QMP `migrate` (max-bandwidth 1 TiB/s: KubeVirt's
+# default bandwidthPerMigration is 0Mi, pkg/virt-config/virt-config.go:40 at
+# v1.8.4, so it sets no bandwidth, live-migration-source.go:791-792, and
+# libvirt keeps its own default, QEMU_DOMAIN_MIG_BANDWIDTH_MAX =
+# INT64_MAX / 1 MiB MiB/s, src/qemu/qemu_domain.h; qemu 7.2 alone would use
+# 128 MiB/s, its query-migrate-parameters says), then stopped as
 # KubeVirt stops it: qemu gone, then SIGTERM to the source's sidecar.  The
 # guest (tests/lib/guest_migrate.py, started on its console before the
 # migration) asks every 20 ms throughout and reports what it saw; the
