@@ -68,6 +68,12 @@ fi
 g=$(node_capture_count)
 guest_pkts=$(tcpdump -n -e -r "$(node_capture_file br-l2)" 2>/dev/null | grep -c ' 52:54:00:12:34:57 > ')
 expect_eq "the Multus L2 saw no frame of the guest's for 169.254.169.254 (ARP or IP)" 0 "$guest_pkts"
+# ... nor any frame from veth-imds: its MAC (02:a9:fe + 24 bits of a hash of
+# the VM's name, the same in each of the VM's pods for a live migration) never
+# reaches an L2 that VMs share, so two VMs with the same one could not clash.
+mac=$(in_pod cat /sys/class/net/veth-imds/address)
+expect_eq "the Multus L2 saw no frame from veth-imds ($mac)" 0 \
+	"$(tcpdump -n -e -r "$(node_capture_file br-l2)" 2>/dev/null | grep -c " $mac > ")"
 echo "# Multus L2 capture: $g packets for 169.254.169.254, all the other host's"
 imds_stop
 

@@ -20,7 +20,10 @@
 #      reaching the pod's sidecar as IMDS_INTERFACES; warnings in kubectl's
 #      output for a VM that cannot be served and for annotations on a VM's
 #      own metadata
-#   6. a migration target pod (derived: rendered.py derive-migration) gets
+#   6. a migration target pod (derived: rendered.py derive-migration) of
+#      every served binding (masquerade, bridge with KubeVirt's
+#      allow-pod-bridge-network-live-migration, the passt plugin and core
+#      binding, Istio, a Multus bridge) is patched, never denied, and gets
 #      the same sidecar as its source; a v1.9 pod with
 #      spec.serviceAccountName gets that account's token (TokenRequest, as
 #      kubelet fills the projected volume) though automount is false
@@ -175,8 +178,17 @@ cp "$FIX"/*.pod.json "$PODS/"
 "$PY" tests/lib/rendered.py derive-migration "$FIX/06-multus-bridge-secondary.pod.json" \
 	"$PODS/13-migration-target-06.pod.json"
 "$PY" tests/lib/rendered.py derive-sa-name "$FIX/01-masquerade.pod.json" vm-sa "$PODS/14-serviceaccountname-v1.9.pod.json"
+# Every other binding the sidecar serves (issue 20 item 4): bridge on the pod
+# network (migrated only with KubeVirt's annotation on the VMI), the passt
+# plugin and core binding, Istio.
+"$PY" tests/lib/rendered.py derive-migration "$FIX/02-bridge.pod.json" "$PODS/15-migration-target-02.pod.json" \
+	kubevirt.io/allow-pod-bridge-network-live-migration=
+"$PY" tests/lib/rendered.py derive-migration "$FIX/03-passt-binding-plugin.pod.json" \
+	"$PODS/16-migration-target-03.pod.json"
+"$PY" tests/lib/rendered.py derive-migration "$FIX/04-passt-core-binding.pod.json" "$PODS/17-migration-target-04.pod.json"
+"$PY" tests/lib/rendered.py derive-migration "$FIX/05-istio-masquerade.pod.json" "$PODS/18-migration-target-05.pod.json"
 mapfile -t CASES < <(find "$PODS" -name '*.pod.json' -printf '%f\n' | sed 's|\.pod\.json$||' | sort)
-expect_eq "pods: 10 rendered, 3 derived" 13 "${#CASES[@]}"
+expect_eq "pods: 10 rendered, 7 derived" 17 "${#CASES[@]}"
 
 # --- 2. what a webhook is sent: a recording webhook in front
 latest() { # the review recorded last (files are numbered in arrival order)
@@ -246,7 +258,9 @@ for c in "${CASES[@]}"; do
 done
 
 # --- 6a. a migration target gets the sidecar its source got
-for pair in "01-masquerade 12-migration-target-01" "06-multus-bridge-secondary 13-migration-target-06"; do
+for pair in "01-masquerade 12-migration-target-01" "06-multus-bridge-secondary 13-migration-target-06" \
+	"02-bridge 15-migration-target-02" "03-passt-binding-plugin 16-migration-target-03" \
+	"04-passt-core-binding 17-migration-target-04" "05-istio-masquerade 18-migration-target-05"; do
 	read -r src dst <<<"$pair"
 	checked "$dst" "$PY" tests/lib/rendered.py same-sidecar "$REVIEWS/$src.json" "$WORK/$src.native.resp.json" \
 		"$REVIEWS/$dst.json" "$WORK/$dst.native.resp.json"

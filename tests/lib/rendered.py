@@ -224,7 +224,7 @@ def check(review_path, response, mode, emit):
 
 # ---- derived pods ----------------------------------------------------------
 
-def derive_migration(source, out):
+def derive_migration(source, out, *annotations):
     """A migration target as KubeVirt v1.8.4 creates it for the source's
     VMI.  Provenance: pkg/virt-controller/services/template.go
     RenderMigrationManifest (:256-285) renders with the source pod's image
@@ -237,9 +237,16 @@ def derive_migration(source, out):
     kubevirt.io/migrationJobName, host-model CPU and vendor node selectors
     from the source node (:2516-2565) and the SELinux level of the VMI
     (:860-888).  Node labels, digests and the SELinux level are
-    made-up values of the right shape."""
+    made-up values of the right shape.  ANNOTATIONS (KEY=VALUE) are the
+    VMI's, which generatePodAnnotations copies to every pod of the VMI
+    (pinned above): a bridge binding on the pod network migrates only with
+    kubevirt.io/allow-pod-bridge-network-live-migration on the VMI
+    (pkg/network/vmispec/interface.go:76-79 at v1.8.4)."""
     pod = load(source)
     meta, spec = pod["metadata"], pod["spec"]
+    for kv in annotations:
+        k, _, v = kv.partition("=")
+        meta["annotations"][k] = v
     digest = "sha256:" + hashlib.sha256(b"fedora:41").hexdigest()
     for c in spec.get("initContainers", []) + spec["containers"]:
         if c["image"] == "quay.io/containerdisks/fedora:41":

@@ -14,7 +14,7 @@
 #
 # Also: vm_wait_for_count (the n-th match, e.g. after a reboot), vm_reboot and
 # vm_poweroff (clean, typed on the guest's root console), vm_console_send,
-# vm_monitor (qemu HMP), vm_elapsed, vm_tap_delete. Tests see tests/lib/vm_smoke.sh.
+# vm_monitor (qemu HMP), vm_qmp (QMP), vm_elapsed, vm_tap_delete. Tests see tests/lib/vm_smoke.sh.
 #
 # Every function needs root. Nothing here touches the host's own network: all
 # links are made inside the given namespace. Use a unique netns name per run
@@ -41,7 +41,8 @@
 # Remaining vm_boot arguments are passed to qemu as they are.
 #
 # After vm_boot: VM_PID, VM_PIDFILE, VM_RUN_DIR (monitor + console sockets),
-# VM_MONITOR, VM_CONSOLE_SOCK, VM_CONSOLE_LOG, VM_BOOT_START ($EPOCHREALTIME).
+# VM_MONITOR, VM_QMP (QMP, as libvirt talks to qemu: vm_qmp), VM_CONSOLE_SOCK,
+# VM_CONSOLE_LOG, VM_BOOT_START ($EPOCHREALTIME).
 # The console log is the guest's ttyS0 (kernel, systemd, cloud-init, a root
 # shell auto-logged-in on ttyS0 that vm_console_send can type into).
 
@@ -161,6 +162,7 @@ vm_boot() {
   VM_RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/imds-vm.XXXXXX")" || return 1
   VM_PIDFILE="$VM_RUN_DIR/qemu.pid"
   VM_MONITOR="$VM_RUN_DIR/mon.sock"
+  VM_QMP="$VM_RUN_DIR/qmp.sock"
   VM_CONSOLE_SOCK="$VM_RUN_DIR/con.sock"
   # shellcheck disable=SC2034 # for the caller
   VM_CONSOLE_LOG="$con"
@@ -189,6 +191,7 @@ vm_boot() {
     -chardev "socket,id=con0,path=$VM_CONSOLE_SOCK,server=on,wait=off,logfile=$(_vm_qemu_escape "$con"),logappend=off"
     -serial chardev:con0
     -monitor "unix:$VM_MONITOR,server=on,wait=off"
+    -qmp "unix:$VM_QMP,server=on,wait=off"
     -pidfile "$VM_PIDFILE" -daemonize
     "$@"
   )
@@ -324,4 +327,35 @@ vm_elapsed() {
   local start=${1:-$VM_BOOT_START} now=$EPOCHREALTIME
   # EPOCHREALTIME follows LC_NUMERIC: 1700000000,123456 in some locales
   awk -v a="${start/,/.}" -v b="${now/,/.}" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# vm_qmp <socket> <command-json>...: run QMP commands in order (after
+# qmp_capabilities) on a qemu's QMP socket (VM_QMP of vm_boot), as libvirt
+# talks to qemu; prints each command's "return" as one JSON line.  Fails,
+# with qemu's error, at the first command that fails.
+vm_qmp() {
+  "$VM_PY" - "$@" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rwb")
+def answer():
+    while True:
+        line = f.readline()
+        if not line:
+            sys.exit("qmp: connection closed")
+        msg = json.loads(line)
+        if "return" in msg or "error" in msg:
+            return msg
+json.loads(f.readline())  # the greeting
+for i, cmd in enumerate(['{"execute": "qmp_capabilities"}'] + sys.argv[2:]):
+    f.write(cmd.encode() + b"\n")
+    f.flush()
+    msg = answer()
+    if "error" in msg:
+        sys.exit("qmp: %s: %s" % (cmd, msg["error"].get("desc")))
+    if i:
+        print(json.dumps(msg["return"], sort_keys=True))
+EOF
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""The guest's side of a live migration (tests/integration/vm_boot.sh,
+migrate_checks): installed in the guest by the user-data as
+/usr/local/sbin/imds-e2e-migrate and started on its root console while the
+VM still runs in the source pod.  Python 3.11+ and curl, both in the images.
+
+Before: opens a session (PUT /v1/session), posts a Windows-style password,
+notes what the service answers (meta-data, user-data, vendor-data, the
+OpenStack meta_data.json with ETags, identity), starts a waiting request
+(curl, wait_for_change on user-data, TCP keepalive probes every 2 s) and prints
+IMDS-MIG-READY: the host migrates the VM then.  During: asks for
+/v1/identity every 20 ms (0.3 s timeout, a new connection each time) and
+tells the source pod's answers from the target's by podName, until the
+target answered 50 times.  After: the old session token, a new session, the
+same data, the password, the waiting request's end, a new wait on the
+target, the next hop's neighbour entry, and a request with that neighbour
+pinned to a MAC nobody has.  Each result is one console line IMDS-MIG-*.
+Times are the guest's own monotonic clock (it does not advance while the VM
+is paused for the switch-over)."""
+import hashlib
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+
+HOST = "169.254.169.254"
+TTY = "/dev/ttyS0"
+T0 = time.monotonic()
+
+
+def ms(t):
+    return round((t - T0) * 1000)
+
+
+def say(line):
+    # A fresh open per line: the serial getty may hang up older descriptors.
+    for _ in range(5):
+        try:
+            with open(TTY, "w", encoding="utf-8") as t:
+                t.write(line + "\n")
+            return
+        except OSError:
+            time.sleep(0.2)
+
+
+def req(method, path, headers=None, body=None, timeout=3.0):
+    """(status, body, etag); status 0 and the error's name when none came."""
+    c = http.client.HTTPConnection(HOST, 80, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, r.read(), r.getheader("ETag") or ""
+    except (OSError, http.client.HTTPException) as e:
+        return 0, type(e).__name__.encode(), ""
+    finally:
+        c.close()
+
+
+def data():
+    """What the guest sees: status, body digest and ETag per path; identity
+    without podName (the pod that answers), and that pod."""
+    seen = {}
+    for p in ("/v1/meta-data", "/v1/user-data", "/v1/vendor-data",
+              "/openstack/latest/meta_data.json", "/latest/meta-data/instance-id"):
+        st, b, et = req("GET", p)
+        seen[p] = "%d %s %s" % (st, hashlib.sha256(b).hexdigest()[:16], et)
+    st, b, _ = req("GET", "/v1/identity", {"Metadata": "true"})
+    try:
+        ident = json.loads(b)
+        pod = ident.pop("podName")
+    except (ValueError, KeyError, AttributeError):
+        return seen, "", "%d %r" % (st, b[:80])
+    seen["/v1/identity"] = json.dumps(ident, sort_keys=True)
+    return seen, pod, ""
+
+
+def session():
+    st, b, _ = req("PUT", "/v1/session", {"X-Metadata-Token-TTL-Seconds": "3600"})
+    return st, b.decode(errors="replace") if st == 200 else ""
+
+
+def nexthop():
+    """The neighbour the guest sends 169.254.169.254 to, and its device."""
+    out = subprocess.run(["ip", "-o", "route", "get", HOST], capture_output=True, text=True,
+                         check=False).stdout.split()
+    via = out[out.index("via") + 1] if "via" in out else HOST
+    dev = out[out.index("dev") + 1] if "dev" in out else "eth0"
+    return via, dev
+
+
+def neigh(ip, dev):
+    out = subprocess.run(["ip", "neigh", "show", ip, "dev", dev], capture_output=True, text=True,
+                         check=False).stdout.split()
+    mac = out[out.index("lladdr") + 1] if "lladdr" in out else "none"
+    return "%s=%s(%s)" % (ip, mac, out[-1] if out else "-")
+
+
+def main():
+    via, dev = nexthop()
+    neigh_before = neigh(via, dev)
+    st, tok1 = session()
+    st_tok1, _, _ = req("GET", "/v1/meta-data", {"X-Metadata-Token": tok1})
+    pw = "bWlncmF0aW9uLXRlc3QtcGFzc3dvcmQtZW5jcnlwdGVkLWJ5LWNsb3VkYmFzZS1pbml0"
+    st_post, _, _ = req("POST", "/openstack/latest/password", body=pw.encode())
+    st_pw, b_pw, _ = req("GET", "/openstack/latest/password")
+    before, src, err = data()
+    if not src:
+        say("IMDS-MIG-ERROR identity before the migration: %s" % err)
+        return 1
+    say("IMDS-MIG-BEFORE pod=%s session=%d:%d password=%d:%d:%d %s" % (
+        src, st, st_tok1, st_post, st_pw, len(b_pw), json.dumps(before, sort_keys=True)))
+    etag = before["/v1/user-data"].split()[-1].strip('"')
+    # A waiting request, as an agent watching for new user-data holds one.
+    url = "http://%s/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=900" % (HOST, etag)
+    # Keepalive probes every 2 s, and (curl 8.9+) 3 unanswered ones give up:
+    # passt answers no segment of a flow it does not know, so behind passt it
+    # is the probes' timeout, not a reset, that ends the connection.
+    keep = ["--keepalive-time", "2"]
+    if "--keepalive-cnt" in subprocess.run(["curl", "--help", "all"], capture_output=True, text=True,
+                                           check=False).stdout:
+        keep += ["--keepalive-cnt", "3"]
+    t_wait = time.monotonic()
+    waiter = subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + keep + ["-m", "900", url],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    say("IMDS-MIG-READY pod=%s" % src)
+
+    last_src = first_tgt = None
+    tgt, fails, n_src, n_tgt, kinds = "", 0, 0, 0, {}
+    deadline = time.monotonic() + 400
+    while n_tgt < 50 and time.monotonic() < deadline:
+        st, b, _ = req("GET", "/v1/identity", {"Metadata": "true"}, timeout=0.3)
+        now = time.monotonic()
+        pod = ""
+        if st == 200:
+            try:
+                pod = json.loads(b).get("podName", "")
+            except ValueError:
+                pass
+        if pod == src and first_tgt is None:
+            last_src, n_src = now, n_src + 1
+        elif pod and pod != src:
+            if first_tgt is None:
+                first_tgt, tgt = now, pod
+            n_tgt += 1
+        elif last_src is not None and first_tgt is None:
+            fails += 1
+            k = b.decode(errors="replace") if st == 0 else str(st)
+            kinds[k] = kinds.get(k, 0) + 1
+        time.sleep(0.02)
+    if first_tgt is None:
+        say("IMDS-MIG-POLL-TIMEOUT src=%s answers=%d fails=%d" % (src, n_src, fails))
+        waiter.kill()
+        return 1
+    say("IMDS-MIG-POLL src=%s tgt=%s gap_ms=%d fails=%d kinds=%s src_answers=%d last_src_ms=%d first_tgt_ms=%d" % (
+        src, tgt, ms(first_tgt) - ms(last_src), fails,
+        ",".join("%s:%d" % kv for kv in sorted(kinds.items())) or "-", n_src, ms(last_src), ms(first_tgt)))
+
+    # The waiting request: its end, and how long after the target first answered.
+    try:
+        code, errout = waiter.communicate(timeout=120)
+        rc = waiter.returncode
+    except subprocess.TimeoutExpired:
+        waiter.kill()
+        code, errout, rc = "", "still waiting 120 s after the switch-over", -1
+    t_end = time.monotonic()
+    say("IMDS-MIG-WAIT exit=%d http=%s ended_after_first_target_answer_ms=%d held_s=%.1f keepalive=%s err=%s" % (
+        rc, code or "-", ms(t_end) - ms(first_tgt), t_end - t_wait, ",".join(keep[1::2]),
+        (errout or "-").strip().replace(" ", "_")[:80]))
+
+    st_old, _, _ = req("GET", "/v1/meta-data", {"X-Metadata-Token": tok1})
+    st_put, tok2 = session()
+    st_new, _, _ = req("GET", "/v1/meta-data", {"X-Metadata-Token": tok2})
+    say("IMDS-MIG-SESSION old_token=%d put=%d new_token=%d len=%d" % (st_old, st_put, st_new, len(tok2)))
+
+    after, pod, err = data()
+    st_pw2, b_pw2, _ = req("GET", "/openstack/latest/password")
+    say("IMDS-MIG-AFTER pod=%s password=%d:%d %s" % (pod or err, st_pw2, len(b_pw2), json.dumps(after, sort_keys=True)))
+
+    # A new wait on the target with the tag from the source: nothing changed,
+    # so it is held its timeout_sec and answered with the same tag.
+    t = time.monotonic()
+    st, _, et = req("GET", "/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=1" % etag, timeout=10)
+    say("IMDS-MIG-WAIT2 status=%d same_etag=%d held_ms=%d" % (st, int(et.strip('"') == etag), ms(time.monotonic()) - ms(t)))
+
+    # The next hop's neighbour entry: learned in the source pod, still good;
+    # then pinned to a MAC nobody has: the tap's steering takes the guest's
+    # packets for the service by address, whatever MAC they carry.
+    neigh_after = neigh(via, dev)
+    bogus = "02:00:5e:10:00:01"
+    subprocess.run(["ip", "neigh", "replace", via, "lladdr", bogus, "dev", dev, "nud", "permanent"], check=False)
+    st_bogus, _, _ = req("GET", "/v1/meta-data")
+    subprocess.run(["ip", "neigh", "del", via, "dev", dev], check=False)
+    st_back, _, _ = req("GET", "/v1/meta-data")
+    say("IMDS-MIG-NEIGH before=%s after=%s pinned_%s=%d then=%d" % (neigh_before, neigh_after, bogus, st_bogus, st_back))
+    say("IMDS-MIG-DONE")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
