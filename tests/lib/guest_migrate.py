@@ -25,7 +25,14 @@ import subprocess
 import sys
 import time
 
-HOST = "169.254.169.254"
+def pick_host():
+    """169.254.169.254, or fd00:ec2::254 for a guest with no IPv4 route."""
+    r = subprocess.run(["ip", "-4", "route", "get", "169.254.169.254"], capture_output=True, check=False)
+    return "169.254.169.254" if r.returncode == 0 else "fd00:ec2::254"
+
+
+HOST = pick_host()
+HOSTURL = "[%s]" % HOST if ":" in HOST else HOST  # for URLs and http.client
 TTY = "/dev/ttyS0"
 T0 = time.monotonic()
 
@@ -47,7 +54,7 @@ def say(line):
 
 def req(method, path, headers=None, body=None, timeout=3.0):
     """(status, body, etag); status 0 and the error's name when none came."""
-    c = http.client.HTTPConnection(HOST, 80, timeout=timeout)
+    c = http.client.HTTPConnection(HOSTURL, 80, timeout=timeout)
     try:
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
@@ -113,7 +120,7 @@ def main():
         src, st, st_tok1, st_post, st_pw, len(b_pw), json.dumps(before, sort_keys=True)))
     etag = before["/v1/user-data"].split()[-1].strip('"')
     # A waiting request, as an agent watching for new user-data holds one.
-    url = "http://%s/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=900" % (HOST, etag)
+    url = "http://%s/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=900" % (HOSTURL, etag)
     # Keepalive probes every 2 s, and (curl 8.9+) 3 unanswered ones give up:
     # passt answers no segment of a flow it does not know, so behind passt it
     # is the probes' timeout, not a reset, that ends the connection.
@@ -122,7 +129,7 @@ def main():
                                            check=False).stdout:
         keep += ["--keepalive-cnt", "3"]
     t_wait = time.monotonic()
-    waiter = subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + keep + ["-m", "900", url],
+    waiter = subprocess.Popen(["curl", "-g", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + keep + ["-m", "900", url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)
     say("IMDS-MIG-READY pod=%s" % src)
