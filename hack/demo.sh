@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# make demo: a simulated virt-launcher pod and its VM in network namespaces,
-# `imds-server run` serving it as the webhook would start it, and the guest
-# fetching its data the way a booting cloud image does (Debian's real
-# cloud-init) — first a masquerade guest (10.0.2.2 via gateway 10.0.2.1),
-# then a guest with only a link-local address, reached through the ARP
-# responder.  Everything is removed at the end, also on Ctrl-C.
+# make demo: a virt-launcher pod built as KubeVirt builds the masquerade
+# binding (tests/lib/netns.sh) and its VM in network namespaces, `imds-server
+# run` serving it as the webhook would start it, and the guest fetching its
+# data the way a booting cloud image does (Debian's real cloud-init) through
+# its tap, steered to the sidecar — first a masquerade guest (10.0.2.2 via
+# gateway 10.0.2.1), then a guest with only a link-local address, reached
+# through the ARP responder; the same over IPv6 link-local; a process of the
+# pod refused.  Everything is removed at the end, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -13,7 +15,7 @@ if ((EUID != 0)); then
 	echo "make demo builds network namespaces: run it as root" >&2
 	exit 1
 fi
-make --no-print-directory all >/dev/null
+make --no-print-directory all build/debug/tests/tapwire >/dev/null
 IMDS_SERVER=$REPO/build/debug/imds-server
 # shellcheck source=../tests/lib/netns.sh
 . tests/lib/netns.sh
@@ -43,12 +45,14 @@ UD
 : >"$NET_TMP/podinfo/vendor-data"
 : >"$NET_TMP/podinfo/network-config"
 
-say "A virt-launcher pod: eth0 to the node (Calico-style), bridge k6t-eth0 10.0.2.1/24 for the VM"
+say "A virt-launcher pod as KubeVirt builds masquerade: eth0 to the node (Calico), k6t-eth0 10.0.2.1/24, the VM's tap0, KubeVirt's NAT"
 ns_setup
-pod_eth0
-pod_bridge 1400
+node_link 1400
+launcher_masquerade
+tap_add tap1 k6t-eth0 1400 # a second guest's port, for the link-local example
 pod ip -br addr
 pod ip route
+pod nft list chain ip nat KUBEVIRT_PREINBOUND
 
 say "imds-server run starts in the pod (env and files as the webhook injects them)"
 ip netns exec "$NS_POD" env IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm \
@@ -57,6 +61,7 @@ ip netns exec "$NS_POD" env IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm \
 	IMDS_USER_DATA_FILE="$NET_TMP/podinfo/user-data" \
 	IMDS_VENDOR_DATA_FILE="$NET_TMP/podinfo/vendor-data" \
 	IMDS_NETWORK_CONFIG_FILE="$NET_TMP/podinfo/network-config" \
+	IMDS_INTERFACES=default:masquerade:tap0,ll:masquerade:tap1 \
 	"$IMDS_SERVER" run >>"$IMDS_LOG" 2>&1 &
 IMDS_PID=$!
 if ! imds_wait_serving 1 15; then
@@ -65,11 +70,12 @@ if ! imds_wait_serving 1 15; then
 fi
 sed 's/^/    /' "$IMDS_LOG"
 
-say "What it plumbed: a veth into the bridge, 169.254.169.254/32, a return path for link-local guests"
+say "What it built: a veth pair on no bridge, the service's addresses, a return path, and the VM's taps steered to it"
 pod ip -br addr show veth-imds
 pod ip -br link show master k6t-eth0
 pod ip rule show
 pod ip route show table 169254
+pod nft list chain netdev kubevirt_imds vm-tap0
 printf '    (main table unchanged; no all.* sysctl written: all.arp_ignore=%s all.rp_filter=%s)\n' \
 	"$(sysctl_pod all/arp_ignore)" "$(sysctl_pod all/rp_filter)"
 
@@ -98,7 +104,7 @@ PYEOF
 
 say "Masquerade guest: 10.0.2.2/24, default via 10.0.2.1 (the bridge)"
 VMNAME=vm VMNS=$NS_VM
-vm_attach "$NS_VM" masquerade 52:54:00:12:34:56 tap0
+guest_attach "$NS_VM" tap0 masquerade 52:54:00:12:34:56
 vm ip -br addr show eth0
 vm ip route
 fetch_as_guest
@@ -107,13 +113,22 @@ say "Link-local guest: only 169.254.10.20/16, no gateway; the kernel may not ans
 # arp_ignore=8 pod-wide, for the demo only: nothing but the responder can answer.
 ip netns exec "$NS_POD" sh -c 'echo 8 > /proc/sys/net/ipv4/conf/all/arp_ignore'
 VMNAME=vm2 VMNS=$NS_TAG-vm2
-vm_attach "$VMNS" linklocal 52:54:00:ab:cd:ef tap1
+guest_attach "$VMNS" tap1 linklocal 52:54:00:ab:cd:ef
 vm ip -br addr show eth0
 vm ip route
 fetch_as_guest
 say "vm2's ARP entry for 169.254.169.254 is veth-imds's MAC, answered by the sidecar's responder"
 vm ip neigh show 169.254.169.254
 pod cat /sys/class/net/veth-imds/address
+
+say "The same over IPv6, from vm's link-local address to OpenStack's fe80::a9fe:a9fe"
+VMNAME=vm VMNS=$NS_VM
+for _ in $(seq 300); do [[ -z $(ip netns exec "$VMNS" ip -6 addr show tentative) ]] && break; sleep 0.01; done
+vm curl -s -g -H 'Metadata: true' 'http://[fe80::a9fe:a9fe%eth0]/v1/identity'
+echo
+
+say "A process of the pod (the compute container's curl) is refused at once: only the VM is served"
+pod curl -sS -m 3 -H 'Metadata: true' http://169.254.169.254/v1/identity || true
 
 say "The sidecar's log (access lines: no token or user-data content)"
 imds_stop
