@@ -1269,7 +1269,16 @@ for s in $SCENARIOS; do
 		case $s in
 		trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_binding trixie "$TRIXIE masquerade" masquerade 1 ;;
 		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
-		passt) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_DHCP_FILE scenario_binding passt "$TRIXIE passt" passt 0 ;;
+		passt)
+			# passt sandboxes itself in a user namespace it creates after dropping
+			# to UID 107 (isolate_user(), passt's isolation.c): a machine that
+			# cannot (a chroot: user_namespaces(7), EPERM) cannot run it at all.
+			if ! err=$(setpriv --reuid=107 --regid=107 --clear-groups unshare --user true 2>&1); then
+				skip "$TRIXIE passt: boot and migration" "this machine cannot create a user namespace as UID 107, which passt's sandbox needs (unshare --user: ${err:-failed}; a chroot cannot, user_namespaces(7))"
+				continue
+			fi
+			GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_DHCP_FILE scenario_binding passt "$TRIXIE passt" passt 0
+			;;
 		ipv6)
 			if [[ -z $SERIAL6 ]]; then
 				not_ok "ipv6: the webhook's IPv6 serial"

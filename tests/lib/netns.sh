@@ -266,8 +266,10 @@ add rule ip nat ISTIO_OUTPUT counter jump ISTIO_REDIRECT
 insert rule ip nat PREROUTING iifname k6t-eth0 counter jump ISTIO_REDIRECT
 NFT
 	: >"$NET_TMP/istio.log"
+	# the script is read from a descriptor opened here, as root: UID 1337 may not
+	# reach the checkout (a clone under /root, mode 0700, on a fresh machine)
 	ip netns exec "$NS_POD" setpriv --reuid=1337 --regid=1337 --clear-groups \
-		"$PY" "$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
+		"$PY" - <"$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
 	BG_PIDS+=($!)
 	local i
 	for ((i = 0; i < 200; i++)); do grep -q '^ready' "$NET_TMP/istio.log" && return 0; sleep 0.02; done
