@@ -1161,9 +1161,24 @@ migrate_checks() {
 		((SECONDS >= deadline)) && break
 		sleep 0.2
 	done
+	# qemu 7.2 says "completed" (migration_completion) before it computes
+	# total-time and downtime (migration_iteration_finish ->
+	# migration_calculate_complete, then the run state postmigrate): read
+	# them once the source is in postmigrate, or they can be 0 (seen: "total
+	# 0 ms, downtime 0 ms, 187 MiB of RAM sent").  Later qemu computes first.
 	local t_done=$EPOCHREALTIME total down ram
-	total=$(jfield "$out" total-time) down=$(jfield "$out" downtime) ram=$(jfield "$out" ram transferred)
 	if [[ $st == completed ]]; then
+		local rs
+		while :; do
+			rs=$(jfield "$(vm_qmp "$s_qmp" '{"execute": "query-status"}' 2>&1)" status)
+			[[ $rs == postmigrate ]] && break
+			((SECONDS >= deadline)) && break
+			sleep 0.05
+		done
+		out=$(vm_qmp "$s_qmp" '{"execute": "query-migrate"}' 2>&1)
+	fi
+	total=$(jfield "$out" total-time) down=$(jfield "$out" downtime) ram=$(jfield "$out" ram transferred)
+	if [[ $st == completed && ${total:-0} -gt 0 ]]; then
 		ok "$l: QMP migrate completed: total ${total} ms, downtime ${down} ms, $((${ram:-0} / 1048576)) MiB of RAM sent ($(fsub "$t_mig" "$t_done") s on the host's clock)"
 	else
 		not_ok "$l: QMP migrate completed" "status ${st:-?}: $out" "$(cat "$work/mig-qemu.err" 2>/dev/null)"
