@@ -728,6 +728,42 @@ boot_guest() { # <name> <console> [qemu args]
 	BOOT_T0=$VM_BOOT_START
 }
 
+# first_request <label> <console> <overlay>: waits for the guest's first
+# request to the sidecar.  A guest kernel oops before it is the emulator's, not
+# the sidecar's (seen once in about forty boots: "Oops: int3" in
+# secure_tcp_seq_and_ts_off on cloud-init's first connect to 169.254.169.254,
+# Debian 13's kernel under qemu 7.2's multi-threaded TCG, 2 vCPUs: the int3 the
+# kernel plants while it patches a static key, met by the other vCPU); the
+# guest is booted once more on a new overlay, saying so, so that CI does not
+# turn red by chance.  A second oops, or no request, fails.
+first_request() {
+	local l=$1 con=$2 overlay=$3 try deadline
+	for try in 1 2; do
+		deadline=$((SECONDS + BOOT_TIMEOUT))
+		until grep -aqE ' (GET|HEAD) /v1/' "$SC_LOG" 2>/dev/null; do
+			if grep -aqE 'Oops: |Kernel panic' "$con" 2>/dev/null; then
+				((try == 2)) && break 2
+				echo "# $l: the guest's kernel oopsed before its first request (TCG; not the sidecar's doing): booted again on a new overlay"
+				grep -aE -A3 'Oops: |Kernel panic' "$con" | head -n 8 | cmt
+				vm_stop "$VM_PIDFILE" 2
+				mv "$con" "$con.oops"
+				mv "$con.ts" "$con.oops.ts" 2>/dev/null
+				rm -f "$overlay"
+				VM_OVERLAY=$overlay boot_guest "$l" "$con" || return 1
+				continue 2
+			fi
+			if ((SECONDS >= deadline)); then
+				not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
+				return 1
+			fi
+			sleep 0.05
+		done
+		return 0
+	done
+	not_ok "$l: guest asked for meta-data (its kernel oopsed on both boots)" "$(console_tail "$con")"
+	return 1
+}
+
 # ssh_login <label>: with the private key whose public half only the sidecar's
 # public-keys carried (cloud-init's cc_ssh installed it for the image's default
 # user): from the pod to the guest's 10.0.2.2 in masquerade, from the node to the
@@ -868,6 +904,7 @@ scenario_binding() {
 	*) GUEST_ADDR=10.0.2.2/24 ;;
 	esac
 	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
+	first_request "$l" "$con" "$work/$d/disk.qcow2" || return 1
 	if [[ $binding == bridge || $binding == passt ]]; then
 		if ! wait_log "$SC_LOG" ' GET /v1/meta-data 200 ' "$BOOT_TIMEOUT"; then
 			not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
@@ -992,6 +1029,7 @@ scenario_linklocal() {
 	# the datasource's): eth0 169.254.77.7/16 only, no gateway, no DHCP.
 	netcfg="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, subnets: [{type: static, address: 169.254.77.7/16}]}]}' | base64 -w0)"
 	VM_OVERLAY="$work/linklocal/disk.qcow2" VM_APPEND="network-config=$netcfg" boot_guest "$l" "$con" || return 1
+	VM_APPEND="network-config=$netcfg" first_request "$l" "$con" "$work/linklocal/disk.qcow2" || return 1
 	restart_during_boot "$l" "$con" || return 1
 	wait_mark "$l: boot finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
 	timings "$l" "$con"
