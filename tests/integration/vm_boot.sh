@@ -756,7 +756,7 @@ first_request() {
 				not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
 				return 1
 			fi
-			sleep 0.05
+			sleep 0.01 # as wait_log: the bridge scenarios SIGKILL the sidecar right after
 		done
 		return 0
 	done
