@@ -201,6 +201,18 @@ write_files:
     content: "$FILE_CONTENT"
 EOF
 cat >>"$USER_DATA" <<'EOF'
+  - path: /usr/local/sbin/imds-e2e-say
+    permissions: '0755'
+    content: |
+      #!/bin/sh
+      # Its standard input to the console: gathered first, then one write on a
+      # fresh open, retried.  The serial getty's autologin hangs up (vhangup)
+      # every descriptor of the tty opened before it, at whatever point of the
+      # boot it starts; a write on such a descriptor fails (EIO), and a runcmd
+      # whose last write failed fails cloud-init ("Runparts: 1 failures").
+      out=$(cat)
+      for i in 1 2 3 4 5; do printf '%s\n' "$out" 2>/dev/null >/dev/ttyS0 && exit 0; sleep 0.5; done
+      exit 1
   - path: /usr/local/sbin/imds-e2e-fetch
     permissions: '0755'
     content: |
@@ -224,15 +236,13 @@ cat >>"$USER_DATA" <<'EOF'
         echo "IMDS-LATENCY $lat"
         echo "IMDS-V6LL-BEGIN $ll IMDS-V6LL-END"
         echo "IMDS-FILE $(base64 -w0 </etc/imds-e2e.txt)"
-      } >/dev/ttyS0
+      } | /usr/local/sbin/imds-e2e-say
   - path: /usr/local/sbin/imds-e2e-report
     permissions: '0755'
     content: |
       #!/bin/sh
-      # Per boot, outside cloud-final (systemd-run), once cloud-init is done.
-      # The lines are gathered first and written with a fresh open of the
-      # console at the end: the serial getty's autologin hangs up (vhangup)
-      # every descriptor of the tty opened before it.
+      # Per boot, outside cloud-final (systemd-run), once cloud-init is done;
+      # written by imds-e2e-say (the getty's hangup).
       n=$1
       while [ ! -e /run/cloud-init/result.json ]; do sleep 0.5; done
       out=$(exec 2>&1
@@ -244,7 +254,7 @@ cat >>"$USER_DATA" <<'EOF'
       echo "IMDS-QUERY boot=$n role=$(cloud-init query ds.meta_data.role 2>&1) tier=$(cloud-init query ds.meta_data.tier 2>&1)"
       echo "IMDS-OPENSTACK boot=$n $(/usr/local/sbin/imds-e2e-openstack 2>/dev/null | tr '\n' ' ')"
       echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)")
-      for i in 1 2 3 4 5; do printf '%s\n' "$out" >/dev/ttyS0 && break; sleep 1; done
+      printf '%s\n' "$out" | /usr/local/sbin/imds-e2e-say
   - path: /usr/local/sbin/imds-e2e-openstack
     permissions: '0755'
     content: |
@@ -278,8 +288,16 @@ cat >>"$USER_DATA" <<'EOF'
       # A guest agent asking every 20 ms while the sidecar is killed and
       # restarted (scenario linklocal): prints how long it went unanswered.
       import http.client, time
-      tty = open("/dev/ttyS0", "w")
-      print("IMDS-POLL-START", file=tty, flush=True)
+      def say(line):
+          # a fresh open per line, retried: the serial getty's hangup
+          for _ in range(5):
+              try:
+                  with open("/dev/ttyS0", "w") as tty:
+                      tty.write(line + "\n")
+                  return
+              except OSError:
+                  time.sleep(0.2)
+      say("IMDS-POLL-START")
       t0, fails, first = time.monotonic(), 0, 0.0
       while time.monotonic() - t0 < 60:
           try:
@@ -291,13 +309,13 @@ cat >>"$USER_DATA" <<'EOF'
               ok = False
           if ok and fails:
               ms = round((time.monotonic() - first) * 1000)
-              print("IMDS-POLL-BACK fails=%d unanswered_ms=%d" % (fails, ms), file=tty, flush=True)
+              say("IMDS-POLL-BACK fails=%d unanswered_ms=%d" % (fails, ms))
               raise SystemExit(0)
           if not ok:
               first = first or time.monotonic()
               fails += 1
           time.sleep(0.02)
-      print("IMDS-POLL-TIMEOUT fails=%d" % fails, file=tty, flush=True)
+      say("IMDS-POLL-TIMEOUT fails=%d" % fails)
   - path: /var/lib/cloud/scripts/per-boot/imds-e2e-boot.sh
     permissions: '0755'
     content: |
@@ -306,10 +324,10 @@ cat >>"$USER_DATA" <<'EOF'
       echo "$n" >/var/lib/imds-e2e-boots
       # one line, one write: the console is shared with the root shell's prompt
       fps=$(for f in /etc/ssh/ssh_host_*_key.pub; do ssh-keygen -lf "$f" | awk '{print $NF "=" $2}'; done | sort | tr '\n' ' ')
-      echo "IMDS-HOSTKEYS boot=$n $fps" >/dev/ttyS0
+      echo "IMDS-HOSTKEYS boot=$n $fps" | /usr/local/sbin/imds-e2e-say
       systemd-run --no-block --unit="imds-e2e-report-$n" /usr/local/sbin/imds-e2e-report "$n"
 runcmd:
-  - [ sh, -c, 'echo "IMDS-MARK runcmd hostname=$(hostname)" >/dev/ttyS0' ]
+  - [ sh, -c, 'echo "IMDS-MARK runcmd hostname=$(hostname)" | /usr/local/sbin/imds-e2e-say' ]
   - [ /usr/local/sbin/imds-e2e-fetch ]
 EOF
 # The guest's side of a live migration (migrate_checks, tests/lib/guest_migrate.py),
