@@ -29,7 +29,9 @@ record() {
 	while IFS= read -r line; do
 		case "$line" in
 		"not ok "*"# SKIP"* | "ok "*"# SKIP"*)
-			skipped=$((skipped + 1)); echo "  [skip] $suite: ${line#*# SKIP}" ;;
+			# "ok N - <name> # SKIP <why>": both, as "<name>: <why>"
+			local name=${line#* - } why=${line##*# SKIP}
+			skipped=$((skipped + 1)); echo "  [skip] $suite: ${name%% # SKIP*}:${why}" ;;
 		"ok "*)
 			pass=$((pass + 1)); echo "  [ ok ] $suite: ${line#ok * - }" ;;
 		"not ok "*)
