@@ -78,11 +78,13 @@ write_files:
     content: |
       #!/bin/sh
       # Runs outside cloud-final (systemd-run) so cloud-init can finish first.
-      exec >/dev/ttyS0 2>&1
       # cloud-init's final stage writes boot-finished last (a shell loop: each
       # python start costs seconds under TCG)
       while [ ! -e /var/lib/cloud/instance/boot-finished ]; do sleep 0.5; done
       systemctl is-system-running --wait >/dev/null
+      # Only now the console: the serial getty, started late (Type=idle), hangs
+      # up (vhangup) every descriptor of ttyS0 opened before it.
+      exec >/dev/ttyS0 2>&1
       echo "=== cloud-init status --long"
       st="\$(cloud-init status --long 2>&1)"
       echo "\$st"
