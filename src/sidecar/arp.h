@@ -1,18 +1,15 @@
 /* arp: the sidecar's L2 face.
  *
  *  - A pure parser of Ethernet/IPv4 ARP frames and a reply builder.
- *  - The classic BPF programs: one for the AF_PACKET socket (only ARP
- *    requests for 169.254.169.254 ever reach user space), and the "guard"
- *    for the TCP listener, which drops, silently, any segment that did not
- *    arrive on veth-imds (the VM's steered path).
+ *  - The "guard", a classic BPF program for the TCP listener, which
+ *    drops, silently, any segment that did not arrive on veth-imds (the
+ *    VM's steered path).
  *  - A small MAC set, and a scanner for the "mac" fields of a Multus
  *    network-status document (the VM's MACs when the pod has them).
- *  - The AF_PACKET socket itself.
  *
- * Why a user-space responder: a guest with only a link-local address has no
- * gateway and ARPs for 169.254.169.254 on its bridge.  The kernel could
- * answer (arp_ignore 0) but it would answer anyone on the L2; the
- * responder answers the VM's MAC(s) only, with veth-imds's MAC. */
+ * The responder that answers with them, its socket and its filter are
+ * responder.h; this file sees nothing of IPv6 (ndp.h), so the two
+ * protocols' modules do not include each other. */
 #ifndef IMDS_ARP_H
 #define IMDS_ARP_H
 
@@ -77,18 +74,8 @@ int arp_scan_macs(const char *buf, size_t len, struct arp_macset *out);
 
 /* ---- classic BPF --------------------------------------------------------- */
 
-#define ARP_FILTER_MAX 80
-/* The most of a frame the socket copies: an IPv6 neighbour solicitation
- * with its options, an IPv6 SYN's headers. */
-#define ARP_FRAME_MAX 128
 #define ARP_GUARD_MAX 6
 
-/* ARP requests (Ethernet/IPv4) for ip; with syn_port, also IPv4 TCP SYNs
- * (no ACK, not a fragment) to ip:syn_port; with v6, IPv6 neighbour
- * solicitations for the service's IPv6 addresses (ndp.h), and with syn_port
- * IPv6 TCP SYNs to them.  Returns the instruction count or -ENOSPC. */
-int arp_filter_prog(const uint8_t ip[4], uint16_t syn_port, int v6, struct sock_filter *out,
-		    size_t cap);
 /* The Ethernet and IPv4 sources of a frame that filter passed as a SYN:
  * 0; -EBADMSG when it is no IPv4 frame; -EINVAL for a multicast or zero
  * source MAC.  Pure. */
@@ -101,23 +88,5 @@ int arp_parse_syn(const uint8_t *frame, size_t len, uint8_t mac[6], uint8_t ip[4
 int arp_guard_prog(int ifindex, int allow_lo, struct sock_filter *out, size_t cap);
 /* Attaches (or replaces) the guard on a socket: 0 or -errno. */
 int arp_guard_attach(int fd, int ifindex, int allow_lo);
-
-/* ---- the socket ---------------------------------------------------------- */
-
-/* AF_PACKET socket receiving ARP requests for ip on ifindex (and SYNs to
- * ip:syn_port, when not 0); the filter is attached before the socket is
- * bound to a protocol, so nothing unfiltered is ever queued.  Non-blocking,
- * CLOEXEC.  fd or -errno.
- *
- * (PACKET_ORIGDEV does not name the bridge port of a frame on a socket
- * bound to the bridge: the bridge hands frames up with a second
- * netif_receive_skb whose "original device" is the bridge itself.  The
- * port comes from the FDB instead, see run.c.) */
-int arp_socket_open(int ifindex, const uint8_t ip[4], uint16_t syn_port, int v6, char *err,
-		    size_t errlen);
-/* 0 with the frame, the ingress ifindex and the packet type; -EAGAIN when
- * empty; other -errno. */
-int arp_socket_recv(int fd, uint8_t *buf, size_t cap, size_t *len, int *ifindex, int *pkttype);
-int arp_socket_send(int fd, int ifindex, const uint8_t *frame, size_t len);
 
 #endif

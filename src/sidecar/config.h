@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "http.h"
-#include "ifaces.h"
+#include "binding.h"
 
 #define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ifaces.h"
+#include "binding.h"
 #include "nl.h"
 #include "steer.h"
 

@@ -36,14 +36,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "arp.h"
 #include "http.h"
 #include "log.h"
-#include "nft.h"
 #include "ndp.h"
+#include "nft.h"
 #include "nl.h"
+#include "plan.h"
 #include "plumb.h"
+#include "responder.h"
 #include "steer.h"
 
 #define WAIT_LOG_MS 30000u     /* "still waiting" line while no tap */
@@ -51,21 +51,13 @@
 #define RETRY_MAX_MS 10000u
 #define EV_BUF (64u << 10)     /* one event datagram */
 #define NFT_BUF (64u << 10)    /* one transaction */
-#define ARP_BATCH 64           /* frames per wake-up: fair to the HTTP side */
-#define NEIGH_MAX 64           /* sources whose MAC we wrote as a neighbour */
 
 struct run {
 	struct loop *loop;
 	struct http_server *http;
 	const struct imds_config *cfg;
-	const char *bridge_name;   /* NULL: any k6t-* */
-	const struct ifaces *ifs;  /* NULL: not told (legacy discovery) */
-	int passt;                 /* an interface is bound by passt */
-	size_t nwanted;            /* taps the webhook named */
-	uint8_t ip[4];
-	uint16_t port;
+	struct plan_cfg pc;        /* the bindings, the address, veth-imds's MAC */
 	unsigned hops;
-	uint8_t vmac[6];
 
 	struct nl_sock req, ev, nft, nftev;
 	int wait_tfd, retry_tfd;
@@ -82,24 +74,10 @@ struct run {
 	uint64_t wait_since_ms, start_ms;
 	unsigned retry_ms;
 
-	int arp, arp_if, arp_v6;
+	struct responder resp;     /* ARP/NDP answers on veth-imds */
 	int lis, lis_if;
 	int lis6[2], lis6_if;      /* fd00:ec2::254, fe80::a9fe:a9fe */
 	int v6_said;               /* IPv6 off in the pod: logged */
-
-	/* The answers leave veth-imds on-link to whatever source asked: the
-	 * VM's address, an address the guest routes (hop limit > 1), the pod
-	 * IP of bridge binding.  The guest's own ARP answer resolves its
-	 * address; for the others, and for guests that ignore an ARP request
-	 * from an off-subnet sender, the MAC a source's SYN came from is written
-	 * as its neighbour entry (learned from the VM's frames only). */
-	struct {
-		uint8_t family, ip[16], mac[6];
-	} neigh[NEIGH_MAX];
-	size_t nneigh, neigh_next;
-	int neigh_if;
-
-	unsigned long long arp_answered, ndp_answered, neigh_written;
 };
 
 static void reconcile(struct run *r);
@@ -135,10 +113,10 @@ static void describe_taps(const struct run *r, const struct steer_state *st, cha
 	out[0] = '\0';
 	for (size_t t = 0; t < st->ntaps && at < cap; t++) {
 		const char *name = NULL, *kind = NULL;
-		for (size_t i = 0; r->ifs && i < r->ifs->n; i++) {
-			if (strcmp(r->ifs->e[i].tap, st->taps[t].name) == 0) {
-				name = r->ifs->e[i].name;
-				kind = ifaces_kind_name(r->ifs->e[i].kind);
+		for (size_t i = 0; r->pc.ifs && i < r->pc.ifs->n; i++) {
+			if (strcmp(r->pc.ifs->e[i].tap, st->taps[t].name) == 0) {
+				name = r->pc.ifs->e[i].name;
+				kind = ifaces_kind_name(r->pc.ifs->e[i].kind);
 			}
 		}
 		int k = name ? snprintf(out + at, cap - at, "%s%s (%s, %s)", t ? ", " : "",
@@ -177,7 +155,7 @@ static int ensure_listener(struct run *r, int want_if)
 	r->lis_if = 0;
 	if (!want_if)
 		return 0;
-	nfd = plumb_listener_open(want_if, r->ip, r->port, r->hops, r->passt, err, sizeof(err));
+	nfd = plumb_listener_open(want_if, r->pc.ip, r->pc.port, r->hops, r->pc.passt, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
@@ -213,7 +191,7 @@ static int ensure_listener6(struct run *r, int want_if)
 	if (!want_if)
 		return 0;
 	for (int a = 0; a < 2; a++) {
-		int nfd = plumb_listener_open6(want_if, ndp_imds_addr[a], r->port, r->hops, r->passt, err,
+		int nfd = plumb_listener_open6(want_if, ndp_imds_addr[a], r->pc.port, r->hops, r->pc.passt, err,
 					       sizeof(err));
 		if (nfd < 0) {
 			log_error("net: %s", err);
@@ -230,170 +208,7 @@ static int ensure_listener6(struct run *r, int want_if)
 	return 0;
 }
 
-/* ---- ARP ----------------------------------------------------------------- */
-
-/* ip (of family) is at mac: make veth-imds's neighbour entry say so, once
- * per pair. */
-static void learn(struct run *r, uint8_t family, const uint8_t *ip, const uint8_t mac[6])
-{
-	size_t alen = family == AF_INET6 ? 16 : 4;
-	char err[256];
-	size_t i;
-	int ret;
-
-	if (r->neigh_if != r->arp_if) {
-		r->nneigh = r->neigh_next = 0; /* a new veth-imds: no entries */
-		r->neigh_if = r->arp_if;
-	}
-	if (family == AF_INET && (ip[0] == 0 || memcmp(ip, r->ip, 4) == 0))
-		return; /* a probe (0.0.0.0), an announcement */
-	for (i = 0; i < r->nneigh; i++)
-		if (r->neigh[i].family == family && memcmp(r->neigh[i].ip, ip, alen) == 0)
-			break;
-	if (i < r->nneigh && memcmp(r->neigh[i].mac, mac, 6) == 0)
-		return;
-	ret = family == AF_INET6 ? nl_neigh_set6(&r->req, r->arp_if, ip, mac, err, sizeof(err))
-				 : nl_neigh_set4(&r->req, r->arp_if, ip, mac, err, sizeof(err));
-	if (ret) {
-		log_error("net: %s", err);
-		return;
-	}
-	r->neigh_written++;
-	if (i == r->nneigh) {
-		if (r->nneigh < NEIGH_MAX)
-			i = r->nneigh++;
-		else
-			i = r->neigh_next++ % NEIGH_MAX; /* the oldest goes */
-	}
-	r->neigh[i].family = family;
-	memcpy(r->neigh[i].ip, ip, alen);
-	memcpy(r->neigh[i].mac, mac, 6);
-}
-
-/* A neighbour solicitation for one of the service's IPv6 addresses: the
- * VM's (nothing else reaches veth-imds), answered from veth-imds's MAC. */
-static void answer_ns(struct run *r, int fd, const uint8_t *frame, size_t len)
-{
-	uint8_t reply[NDP_NA_LEN];
-	struct ndp_ns ns;
-	size_t rlen;
-	int ret;
-
-	if (ndp_parse_ns(frame, len, &ns) || ndp_classify(&ns, ndp_imds_addr, 2) != NDP_ANSWER)
-		return;
-	static const uint8_t unspecified[16];
-	if (memcmp(ns.src, unspecified, 16) != 0) /* not :: (DAD) */
-		learn(r, AF_INET6, ns.src, ns.has_slla ? ns.slla : ns.eth_src);
-	rlen = ndp_build_na(&ns, r->vmac, reply, sizeof(reply));
-	ret = arp_socket_send(fd, r->arp_if, reply, rlen);
-	if (ret)
-		log_error("net: neighbour advertisement: %s", strerror(-ret));
-	else
-		r->ndp_answered++;
-}
-
-/* Every frame that reaches veth-imds was steered there from one of the VM's
- * taps: a request for the service address is the VM's, and is answered
- * with veth-imds's MAC, out of veth-imds, back to the taps; a SYN tells
- * which MAC to answer its source at. */
-static void on_arp(struct loop *l, int fd, void *data, int mask)
-{
-	struct run *r = data;
-	(void)l;
-	(void)mask;
-
-	for (int i = 0; i < ARP_BATCH; i++) {
-		uint8_t frame[ARP_FRAME_MAX], reply[ARP_FRAME_LEN];
-		struct arp_pkt p;
-		size_t len, rlen;
-		int ifi, pkttype, ret;
-
-		ret = arp_socket_recv(fd, frame, sizeof(frame), &len, &ifi, &pkttype);
-		if (ret == -EAGAIN || ret == -ENETDOWN)
-			break; /* ENETDOWN: the device went down; reconcile follows */
-		if (ret) {
-			log_error("net: arp receive: %s", strerror(-ret));
-			break;
-		}
-		if (pkttype == PACKET_OUTGOING)
-			continue;
-		{
-			uint8_t mac[6], ip[16];
-			if (arp_parse_syn(frame, len, mac, ip) == 0) {
-				learn(r, AF_INET, ip, mac);
-				continue;
-			}
-			if (ndp_parse_syn(frame, len, mac, ip) == 0) {
-				learn(r, AF_INET6, ip, mac);
-				continue;
-			}
-		}
-		if (len > 13 && frame[12] == 0x86 && frame[13] == 0xdd) {
-			answer_ns(r, fd, frame, len);
-			continue;
-		}
-		if (arp_parse(frame, len, &p) || arp_classify(&p, r->ip) != ARP_ANSWER)
-			continue;
-		learn(r, AF_INET, p.spa, p.sha);
-		rlen = arp_build_reply(&p, r->vmac, r->ip, reply, sizeof(reply));
-		ret = arp_socket_send(fd, r->arp_if, reply, rlen);
-		if (ret)
-			log_error("net: arp reply: %s", strerror(-ret));
-		else
-			r->arp_answered++;
-	}
-}
-
-static int ensure_arp(struct run *r, int want_if)
-{
-	char err[256];
-	int nfd, ret;
-
-	if (r->arp >= 0 && r->arp_if == want_if && r->arp_v6 == r->ps.v6)
-		return 0;
-	close_fd(r, &r->arp);
-	r->arp_if = 0;
-	if (!want_if)
-		return 0;
-	nfd = arp_socket_open(want_if, r->ip, r->port, r->ps.v6, err, sizeof(err));
-	if (nfd < 0) {
-		log_error("net: %s", err);
-		return nfd;
-	}
-	if ((ret = loop_add(r->loop, nfd, LOOP_READABLE, on_arp, r))) {
-		close(nfd);
-		log_error("net: arp socket: %s", strerror(-ret));
-		return ret;
-	}
-	r->arp = nfd;
-	r->arp_if = want_if;
-	r->arp_v6 = r->ps.v6;
-	return 0;
-}
-
 /* ---- the ruleset --------------------------------------------------------- */
-
-static int program(struct run *r, const struct steer_state *st, char *err, size_t errlen)
-{
-	struct nft_batch b;
-	int ret;
-
-	nft_batch_init(&b, r->nftbuf, NFT_BUF, 1);
-	if ((ret = steer_build(st, &b)) || (ret = nft_batch_finish(&b))) {
-		snprintf(err, errlen, "building the ruleset: %s", strerror(-ret));
-		return ret;
-	}
-	return nft_commit(&r->nft, &b, err, errlen);
-}
-
-static int steer_eq(const struct steer_state *a, const struct steer_state *b)
-{
-	return a->veth == b->veth && a->peer == b->peer && a->local_ok == b->local_ok &&
-	       !memcmp(a->vmac, b->vmac, 6) &&
-	       !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
-	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) &&
-	       a->nlocal == b->nlocal && !memcmp(a->local, b->local, a->nlocal * 4);
-}
 
 /* Programs r->want unless the kernel already holds it.  0 or -errno. */
 static int ensure_rules(struct run *r)
@@ -401,9 +216,9 @@ static int ensure_rules(struct run *r)
 	char err[512], taps[256];
 	int ret;
 
-	if (r->programmed && steer_eq(&r->want, &r->have))
+	if (r->programmed && plan_steer_eq(&r->want, &r->have))
 		return 0;
-	ret = program(r, &r->want, err, sizeof(err));
+	ret = plan_program(&r->nft, r->nftbuf, NFT_BUF, &r->want, err, sizeof(err));
 	if (ret) {
 		log_error("net: nf_tables: %s%s%s", strerror(-ret), err[0] ? ": " : "", err);
 		r->programmed = 0;
@@ -430,36 +245,26 @@ static void start_waiting(struct run *r)
 		return;
 	r->waiting = 1;
 	r->wait_since_ms = loop_clock_ms();
-	for (size_t i = 0; r->ifs && i < r->ifs->n && at < sizeof(names); i++) {
-		if (!ifaces_kind_has_tap(r->ifs->e[i].kind))
+	for (size_t i = 0; r->pc.ifs && i < r->pc.ifs->n && at < sizeof(names); i++) {
+		if (!ifaces_kind_has_tap(r->pc.ifs->e[i].kind))
 			continue;
 		int k = snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "",
-				 r->ifs->e[i].tap);
+				 r->pc.ifs->e[i].tap);
 		if (k > 0)
 			at += (size_t)k;
 	}
-	if (r->ifs)
+	if (r->pc.ifs)
 		log_info("net: waiting for the VM's tap(s): %s", names);
 	else
-		log_info("net: waiting for a VM tap on bridge %s", r->bridge_name ? r->bridge_name : "k6t-*");
+		log_info("net: waiting for a VM tap on bridge %s", r->pc.bridge ? r->pc.bridge : "k6t-*");
 	loop_timer_arm(r->wait_tfd, r->wait_since_ms + WAIT_LOG_MS);
-}
-
-static int relist(struct run *r, char *err, size_t errlen)
-{
-	size_t n;
-	int ret = nl_get_links(&r->req, r->links, PLUMB_MAX_LINKS, &n, err, errlen);
-	if (!ret)
-		r->nlinks = n;
-	return ret;
 }
 
 static void reconcile(struct run *r)
 {
 	char err[512], taps[256];
 	unsigned changes = 0;
-	uint32_t mtu;
-	int ret, nlocal, servable;
+	int ret, servable;
 
 	/* Check before this pass opens any socket: a closed listener's fd
 	 * number may be handed out again. */
@@ -468,57 +273,24 @@ static void reconcile(struct run *r)
 	/* The fallback first, before any plumbing: from this process's first
 	 * moment on, the pod never lets .254 out. */
 	if (!r->programmed) {
-		struct steer_state fb = r->have.veth ? r->have : (struct steer_state){0};
-		memcpy(fb.ip, r->ip, 4);
-		memcpy(fb.vmac, r->vmac, 6);
-		fb.local_ok = r->passt;
-		r->want = fb;
+		plan_fallback(&r->pc, &r->have, &r->want);
 		if (ensure_rules(r)) {
 			arm_retry(r);
 			return;
 		}
 	}
-	if (relist(r, err, sizeof(err))) {
+	if (plan_make(&r->pc, &r->req, &r->ps, r->links, &r->nlinks, &r->want, &changes, err,
+		      sizeof(err))) {
 		log_error("net: %s", err);
 		arm_retry(r);
 		return;
 	}
-	memset(&r->want, 0, sizeof(r->want));
-	memcpy(r->want.ip, r->ip, 4);
-	memcpy(r->want.vmac, r->vmac, 6);
-	r->want.local_ok = r->passt;
-	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
-					STEER_MAX_TAPS, &mtu);
-	ret = plumb_ensure(&r->req, &r->ps, r->links, r->nlinks, r->vmac, mtu, 1, &changes, err,
-			   sizeof(err));
-	if (ret) {
-		log_error("net: plumbing: %s", err);
-		arm_retry(r);
-		return;
-	}
-	if (changes && relist(r, err, sizeof(err))) {
-		/* Our writes changed ifindexes, flags: look again. */
-		log_error("net: %s", err);
-		arm_retry(r);
-		return;
-	}
-	r->want.ntaps = plumb_pick_taps(r->links, r->nlinks, r->ifs, r->bridge_name, r->want.taps,
-					STEER_MAX_TAPS, &mtu);
-	r->want.veth = r->ps.veth;
-	r->want.peer = r->ps.peer;
-	nlocal = plumb_local_addrs(&r->req, r->want.local, STEER_MAX_LOCAL, err, sizeof(err));
-	if (nlocal < 0) {
-		log_error("net: %s", err);
-		arm_retry(r);
-		return;
-	}
-	r->want.nlocal = (size_t)nlocal;
 	if (!r->ps.v6 && !r->v6_said) {
 		log_info("net: IPv6 is off in the pod (%s): 169.254.169.254 only", r->ps.v6_off);
 		r->v6_said = 1;
 	}
 	ret = ensure_rules(r);
-	if (!ret && (ensure_arp(r, r->ps.veth) || ensure_listener(r, r->ps.veth) ||
+	if (!ret && (resp_ensure(&r->resp, r->ps.veth, r->ps.v6) || ensure_listener(r, r->ps.veth) ||
 		     ensure_listener6(r, r->ps.v6 ? r->ps.veth : 0)))
 		ret = -1;
 	if (r->draining)
@@ -528,16 +300,16 @@ static void reconcile(struct run *r)
 		return;
 	}
 	r->retry_ms = 0;
-	servable = r->passt || r->want.ntaps > 0;
+	servable = r->pc.passt || r->want.ntaps > 0;
 	if (servable && !r->serving) {
 		char m[18];
-		fmt_mac(r->vmac, m);
+		fmt_mac(r->pc.vmac, m);
 		describe_taps(r, &r->want, taps, sizeof(taps));
-		log_info("net: serving %u.%u.%u.%u%s:%u on %s (%s) to %s%s%s, hop limit %u", r->ip[0],
-			 r->ip[1], r->ip[2], r->ip[3],
-			 r->ps.v6 ? ", [fd00:ec2::254], [fe80::a9fe:a9fe]" : "", r->port, PLUMB_VETH, m,
-			 r->want.ntaps ? taps : "", r->want.ntaps && r->passt ? " and " : "",
-			 r->passt ? "passt (over the pod's loopback)" : "", r->hops);
+		log_info("net: serving %u.%u.%u.%u%s:%u on %s (%s) to %s%s%s, hop limit %u", r->pc.ip[0],
+			 r->pc.ip[1], r->pc.ip[2], r->pc.ip[3],
+			 r->ps.v6 ? ", [fd00:ec2::254], [fe80::a9fe:a9fe]" : "", r->pc.port, PLUMB_VETH, m,
+			 r->want.ntaps ? taps : "", r->want.ntaps && r->pc.passt ? " and " : "",
+			 r->pc.passt ? "passt (over the pod's loopback)" : "", r->hops);
 		log_info("net: ready %llu ms after start",
 			 (unsigned long long)(loop_clock_ms() - r->start_ms));
 		r->serving = 1;
@@ -547,7 +319,7 @@ static void reconcile(struct run *r)
 		if (r->serving)
 			log_info("net: the VM's tap(s) are gone");
 		r->serving = 0;
-		if (!r->ifs || r->nwanted)
+		if (!r->pc.ifs || r->pc.nwanted)
 			start_waiting(r);
 	} else if (changes) {
 		char what[160];
@@ -675,38 +447,18 @@ static void on_retry_timer(struct loop *l, int fd, void *data, int mask)
 
 /* ---- entry points -------------------------------------------------------- */
 
-static int listen_ip(const char *addr, uint8_t ip[4], uint16_t *port, char *err, size_t errlen)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl;
-
-	if (addr_parse(addr, &ss, &sl) < 0 || ss.ss_family != AF_INET)
-		goto bad;
-	const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
-	memcpy(ip, &s4->sin_addr, 4);
-	*port = ntohs(s4->sin_port);
-	if (memcmp(ip, plumb_imds_ip, 4) == 0)
-		return 0;
-bad:
-	snprintf(err, errlen,
-		 "IMDS_LISTEN_ADDR '%s': run serves 169.254.169.254 (a port may be chosen: "
-		 "169.254.169.254:PORT)",
-		 addr);
-	return -EINVAL;
-}
-
 /* What the webhook said about the interfaces, once: which are served, which
  * cannot be and why. */
 static void tell_interfaces(struct run *r)
 {
-	if (!r->ifs) {
+	if (!r->pc.ifs) {
 		log_info("net: IMDS_INTERFACES not set (a launcher pod admitted without the VMI's "
 			 "imds.kubevirt.io/interfaces): serving the taps of %s",
-			 r->bridge_name ? r->bridge_name : "every k6t-* bridge");
+			 r->pc.bridge ? r->pc.bridge : "every k6t-* bridge");
 		return;
 	}
-	for (size_t i = 0; i < r->ifs->n; i++) {
-		const struct ifaces_entry *e = &r->ifs->e[i];
+	for (size_t i = 0; i < r->pc.ifs->n; i++) {
+		const struct ifaces_entry *e = &r->pc.ifs->e[i];
 		const char *why = ifaces_kind_unserved(e->kind);
 		if (why)
 			log_info("net: interface %s (%s) cannot be served: %s", e->name,
@@ -717,7 +469,7 @@ static void tell_interfaces(struct run *r)
 			log_info("net: interface %s (%s): served through %s", e->name,
 				 ifaces_kind_name(e->kind), e->tap);
 	}
-	if (!r->passt && !r->nwanted)
+	if (!r->pc.passt && !r->pc.nwanted)
 		log_info("net: no interface of this VM can reach the service; the sidecar stays idle");
 }
 
@@ -725,7 +477,7 @@ static void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	close_fd(r, &r->arp);
+	resp_close(&r->resp);
 	close_fd(r, &r->wait_tfd);
 	close_fd(r, &r->retry_tfd);
 	if (r->ev.fd >= 0)
@@ -762,25 +514,16 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 	r->http = http;
 	r->cfg = cfg;
 	r->hops = cfg->hop_limit;
-	r->bridge_name = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
-	r->ifs = cfg->have_ifaces ? &cfg->ifaces : NULL;
-	for (size_t i = 0; r->ifs && i < r->ifs->n; i++) {
-		if (r->ifs->e[i].kind == IFACES_PASST)
-			r->passt = 1;
-		if (ifaces_kind_has_tap(r->ifs->e[i].kind))
-			r->nwanted++;
-	}
-	plumb_vm_mac(cfg->ns, cfg->vm_name, r->vmac);
 	nl_sock_init(&r->req);
 	nl_sock_init(&r->ev);
 	nl_sock_init(&r->nft);
 	nl_sock_init(&r->nftev);
 	r->wait_tfd = r->retry_tfd = -1;
-	r->arp = r->lis = r->lis6[0] = r->lis6[1] = -1;
+	r->lis = r->lis6[0] = r->lis6[1] = -1;
 	r->start_ms = loop_clock_ms();
-	if (listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, r->ip, &r->port,
-		      err, errlen))
+	if (plan_cfg_init(&r->pc, cfg, err, errlen))
 		goto fail;
+	resp_init(&r->resp, l, &r->req, r->pc.ip, r->pc.port, r->pc.vmac);
 	r->evbuf = malloc(EV_BUF);
 	r->nftbuf = malloc(NFT_BUF);
 	r->links = calloc(PLUMB_MAX_LINKS, sizeof(*r->links));
@@ -832,26 +575,23 @@ int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg
 	log_info("net: stopped (%llu ARP replies, %llu neighbour advertisements, %llu neighbour "
 		 "entries written); plumbing and "
 		 "rules left in place",
-		 r->arp_answered, r->ndp_answered, r->neigh_written);
+		 r->resp.arp_answered, r->resp.ndp_answered, r->resp.neigh_written);
 	run_free(r);
 	return ret < 0 ? 1 : 0;
 }
 
 int init_main(const struct imds_config *cfg)
 {
+	struct plan_cfg pc;
 	struct plumb_state ps = {0};
-	struct steer_state st = {0};
+	struct steer_state st;
 	struct nl_link *links = calloc(PLUMB_MAX_LINKS, sizeof(*links));
 	uint8_t *buf = malloc(NFT_BUF);
 	struct nl_sock s, nft;
-	struct nft_batch b;
-	const struct ifaces *ifs = cfg->have_ifaces ? &cfg->ifaces : NULL;
-	const char *bridge = cfg->bridge_name && cfg->bridge_name[0] ? cfg->bridge_name : NULL;
-	char err[512];
+	char err[512], why[256];
 	unsigned changes = 0;
-	uint32_t mtu;
 	size_t n;
-	int nlocal, status = 1;
+	int ret, status = 1;
 
 	nl_sock_init(&s);
 	nl_sock_init(&nft);
@@ -859,39 +599,13 @@ int init_main(const struct imds_config *cfg)
 		snprintf(err, sizeof(err), "out of memory");
 		goto out;
 	}
-	if (listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, st.ip,
-		      &(uint16_t){0}, err, sizeof(err)))
+	if (plan_cfg_init(&pc, cfg, err, sizeof(err)) || nl_open(&s, NULL, 0, err, sizeof(err)) ||
+	    nft_open(&nft, 0, err, sizeof(err)) ||
+	    plan_make(&pc, &s, &ps, links, &n, &st, &changes, err, sizeof(err)))
 		goto out;
-	plumb_vm_mac(cfg->ns, cfg->vm_name, st.vmac);
-	for (size_t i = 0; ifs && i < ifs->n; i++)
-		st.local_ok |= ifs->e[i].kind == IFACES_PASST;
-	if (nl_open(&s, NULL, 0, err, sizeof(err)) || nft_open(&nft, 0, err, sizeof(err)) ||
-	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
+	if ((ret = plan_program(&nft, buf, NFT_BUF, &st, why, sizeof(why)))) {
+		snprintf(err, sizeof(err), "nf_tables: %s%s%s", strerror(-ret), why[0] ? ": " : "", why);
 		goto out;
-	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
-	if (plumb_ensure(&s, &ps, links, n, st.vmac, mtu, 1, &changes, err, sizeof(err)) ||
-	    nl_get_links(&s, links, PLUMB_MAX_LINKS, &n, err, sizeof(err)))
-		goto out;
-	st.ntaps = plumb_pick_taps(links, n, ifs, bridge, st.taps, STEER_MAX_TAPS, &mtu);
-	st.veth = ps.veth;
-	st.peer = ps.peer;
-	nlocal = plumb_local_addrs(&s, st.local, STEER_MAX_LOCAL, err, sizeof(err));
-	if (nlocal < 0)
-		goto out;
-	st.nlocal = (size_t)nlocal;
-	nft_batch_init(&b, buf, NFT_BUF, 1);
-	if (steer_build(&st, &b) || nft_batch_finish(&b)) {
-		snprintf(err, sizeof(err), "building the ruleset: %s", strerror(-b.err));
-		goto out;
-	}
-	{
-		char why[256];
-		int ret = nft_commit(&nft, &b, why, sizeof(why));
-		if (ret) {
-			snprintf(err, sizeof(err), "nf_tables: %s%s%s", strerror(-ret), why[0] ? ": " : "",
-				 why);
-			goto out;
-		}
 	}
 	{
 		char what[160];

@@ -13,12 +13,12 @@
 #include "sbuf.h"
 
 /* Why an interface cannot be served, for its warning. */
-static const char *why_not(enum ifc_kind k, const char *unknown_why)
+static const char *why_not(enum ifaces_kind k, const char *unknown_why)
 {
 	switch (k) {
-	case IFC_SRIOV:
+	case IFACES_SRIOV:
 		return "the VF bypasses the pod network; the metadata service cannot be reached from it";
-	case IFC_TAP:
+	case IFACES_TAP:
 		return "its frames go straight to the node's network, never through the pod; the metadata "
 		       "service cannot be reached from it";
 	default:
@@ -31,17 +31,17 @@ static const char *why_not(enum ifc_kind k, const char *unknown_why)
  * refused by its admitter (pkg/network/admitter/discontinued.go). */
 static const struct {
 	const char *member;
-	enum ifc_kind kind;
+	enum ifaces_kind kind;
 } methods[] = {
-	{"masquerade", IFC_MASQUERADE}, {"bridge", IFC_BRIDGE}, {"sriov", IFC_SRIOV},
-	{"passtBinding", IFC_PASST},     {"binding", IFC_UNKNOWN}, {"slirp", IFC_UNKNOWN},
-	{"macvtap", IFC_UNKNOWN},        {"passt", IFC_UNKNOWN},
+	{"masquerade", IFACES_MASQUERADE}, {"bridge", IFACES_BRIDGE}, {"sriov", IFACES_SRIOV},
+	{"passtBinding", IFACES_PASST},     {"binding", IFACES_UNKNOWN}, {"slirp", IFACES_UNKNOWN},
+	{"macvtap", IFACES_UNKNOWN},        {"passt", IFACES_UNKNOWN},
 };
 
 struct nic {
-	enum ifc_kind kind;
-	const char *why; /* for IFC_UNKNOWN */
-	char tap[IFC_TAP_MAX + 1];
+	enum ifaces_kind kind;
+	const char *why; /* for IFACES_UNKNOWN */
+	char tap[IFACES_TAP_MAX + 1];
 	struct str name;
 };
 
@@ -69,7 +69,7 @@ static int network_of(struct review *a, uint32_t nets, struct str name, int *sec
 static void classify(struct review *a, uint32_t e, uint32_t nets, struct nic *nic, const char *where)
 {
 	char q[64];
-	nic->kind = IFC_UNKNOWN;
+	nic->kind = IFACES_UNKNOWN;
 	nic->why = "it names no binding KubeVirt still has";
 	nic->tap[0] = '\0';
 	size_t found = 0, which = 0;
@@ -98,7 +98,7 @@ static void classify(struct review *a, uint32_t e, uint32_t nets, struct nic *ni
 		if (!known) {
 			char qn[64];
 			const char *shown = rv_clean(nic->name, 0, qn, sizeof(qn));
-			if (plugin.p && ifc_name_ok(plugin.p, plugin.n))
+			if (plugin.p && ifaces_name_ok(plugin.p, plugin.n))
 				rv_warn(a,
 					"imds.kubevirt.io: interface \"%s\": binding plugin \"%.*s\" is unknown to the webhook; "
 					"name its kind with --binding-plugin %.*s=KIND (managedtap, passt, tap, masquerade or bridge)",
@@ -108,15 +108,15 @@ static void classify(struct review *a, uint32_t e, uint32_t nets, struct nic *ni
 					shown, rv_shown(plugin, q, sizeof(q)));
 			nic->why = "its binding plugin is unknown to the webhook (--binding-plugin)";
 		}
-	} else if (nic->kind == IFC_UNKNOWN) {
+	} else if (nic->kind == IFACES_UNKNOWN) {
 		nic->why = "KubeVirt removed that binding in v1.3";
 	}
-	if (!ifc_kind_has_tap(nic->kind))
+	if (!ifaces_kind_has_tap(nic->kind))
 		return;
 	int secondary = 0;
 	if (network_of(a, nets, nic->name, &secondary, where) < 0) {
 		if (!a->err) {
-			nic->kind = IFC_UNKNOWN;
+			nic->kind = IFACES_UNKNOWN;
 			nic->why = "no network of that name";
 		}
 		return;
@@ -128,13 +128,13 @@ static void classify(struct review *a, uint32_t e, uint32_t nets, struct nic *ni
 }
 
 /* The annotation's text: names as they are, or every name as #<index>
- * when the text would pass IFC_MAX_LEN (64 entries of #<i> fit). */
+ * when the text would pass IFACES_TEXT_MAX (64 entries of #<i> fit). */
 static int format(const struct nic *nics, size_t n, char *buf, size_t cap, int by_index)
 {
 	struct sbuf b = SBUF_INIT(buf, cap);
 	buf[0] = '\0'; /* no interface: the empty text (an sbuf writes its NUL on the first append) */
 	for (size_t i = 0; i < n; i++)
-		ifc_append(&b, i, by_index ? "" : nics[i].name.p, by_index ? 0 : nics[i].name.n, nics[i].kind,
+		ifaces_append(&b, i, by_index ? "" : nics[i].name.p, by_index ? 0 : nics[i].name.n, nics[i].kind,
 			   nics[i].tap);
 	return b.overflow ? -1 : 0;
 }
@@ -158,7 +158,7 @@ void vmnet_admit(struct review *a, uint32_t spec, const char *where, uint32_t an
 	if (nif == 0 && nnet == 0 && autoattach)
 		return; /* KubeVirt's default interface comes later */
 
-	struct nic nics[IFC_MAX_ENTRIES];
+	struct nic nics[IFACES_MAX];
 	size_t served = 0, i = 0;
 	for (uint32_t e = jv_first(a->v, ifs); e != JV_NONE; e = jv_next(a->v, ifs, e), i++) {
 		if (jv_type(a->v, e) != JV_OBJECT) {
@@ -171,8 +171,8 @@ void vmnet_admit(struct review *a, uint32_t spec, const char *where, uint32_t an
 		classify(a, e, nets, &one, where);
 		if (a->err)
 			return;
-		served += ifc_kind_in_pod(one.kind) ? 1u : 0u;
-		if (i < IFC_MAX_ENTRIES) /* past it only counted: no annotation then */
+		served += ifaces_kind_in_pod(one.kind) ? 1u : 0u;
+		if (i < IFACES_MAX) /* past it only counted: no annotation then */
 			nics[i] = one;
 	}
 	nif = i; /* what was iterated (the same as the node's count) */
@@ -180,25 +180,25 @@ void vmnet_admit(struct review *a, uint32_t spec, const char *where, uint32_t an
 		if (nif == 0)
 			rv_warn(a, "imds.kubevirt.io: the VM has no network interface; the metadata service cannot "
 				   "be reached");
-		for (size_t k = 0; k < nif && k < IFC_MAX_ENTRIES; k++) {
+		for (size_t k = 0; k < nif && k < IFACES_MAX; k++) {
 			char qn[64];
 			rv_warn(a, "imds.kubevirt.io: interface \"%s\" (%s): %s",
 				nics[k].name.n ? rv_clean(nics[k].name, 0, qn, sizeof(qn)) : "?",
-				ifc_kind_name(nics[k].kind), why_not(nics[k].kind, nics[k].why));
+				ifaces_kind_name(nics[k].kind), why_not(nics[k].kind, nics[k].why));
 		}
 	}
 	if (!vmi)
 		return;
 
 	static const char path[] = "/metadata/annotations/imds.kubevirt.io~1interfaces";
-	if (nif > IFC_MAX_ENTRIES) {
+	if (nif > IFACES_MAX) {
 		rv_warn(a, "imds.kubevirt.io: %zu interfaces, past the %d the sidecar is told about: %s is not set",
-			nif, IFC_MAX_ENTRIES, ANN_INTERFACES);
+			nif, IFACES_MAX, ANN_INTERFACES);
 		if (old.p)
 			rv_remove(a, path);
 		return;
 	}
-	char text[IFC_MAX_LEN + 1];
+	char text[IFACES_TEXT_MAX + 1];
 	if (format(nics, nif, text, sizeof(text), 0) < 0)
 		(void)format(nics, nif, text, sizeof(text), 1); /* fits: 64 x "#63:managedtap:tap<11>," */
 	if (old.p && str_is(old, text))

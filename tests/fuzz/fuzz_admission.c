@@ -136,7 +136,7 @@ static void one(const struct admission_config *cfg, const char *body, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* the plain configuration also knows one binding plugin of its own */
-	static const struct ifc_plugin plugins[] = {{"ovs-tap", IFC_MANAGEDTAP}, {"passt", IFC_TAP}};
+	static const struct ifc_plugin plugins[] = {{"ovs-tap", IFACES_MANAGEDTAP}, {"passt", IFACES_TAP}};
 	static const struct admission_config native = {.imds_image = "img:1", .native_sidecar = 1};
 	static const struct admission_config plain = {
 		.imds_image = "img:1",
@@ -160,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t commas = 0;
 		for (size_t i = 0; i < size; i++)
 			commas += body[i] == ',';
-		if (size > IFC_MAX_LEN || (size && commas + 1 > IFC_MAX_ENTRIES) || memchr(body, ' ', size))
+		if (size > IFACES_TEXT_MAX || (size && commas + 1 > IFACES_MAX) || memchr(body, ' ', size))
 			abort();
 	} else if (!err[0]) {
 		abort();

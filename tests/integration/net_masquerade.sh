@@ -169,7 +169,7 @@ imds_stop
 
 out=$(ip netns exec "$NS_POD" env -i IMDS_INTERFACES='x:y' "$IMDS_SERVER" init 2>&1)
 st=$?
-if ((st == 2)) && grep -q "IMDS_INTERFACES: entry 1 (x): unknown kind 'y'" <<<"$out"; then
+if ((st == 2)) && grep -q "IMDS_INTERFACES: entry 0 (x): unknown kind 'y'" <<<"$out"; then
 	ok "init with a bad IMDS_INTERFACES: message naming it, exit 2"
 else
 	not_ok "init with a bad IMDS_INTERFACES: message naming it, exit 2" "status $st" "$out"

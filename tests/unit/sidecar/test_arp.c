@@ -20,6 +20,7 @@
 
 #include "arp.h"
 #include "ndp.h"
+#include "responder.h"
 
 #define VM 0x52, 0x54, 0x00, 0x12, 0x34, 0x56
 #define BCAST 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
@@ -223,8 +224,8 @@ static void test_reply_bytes(void **state)
 	assert_memory_equal(out, want_probe, ARP_FRAME_LEN);
 
 	/* Our reply is a reply: it never passes our own filter. */
-	struct sock_filter prog[ARP_FILTER_MAX];
-	int n = arp_filter_prog(imds_ip, 0, 0, prog, ARP_FILTER_MAX);
+	struct sock_filter prog[RESP_FILTER_MAX];
+	int n = resp_filter_prog(imds_ip, 0, 0, prog, RESP_FILTER_MAX);
 	struct pkt pk = {out, ARP_FRAME_LEN, PACKET_OUTGOING, 0};
 	assert_int_equal(run(prog, n, &pk), 0);
 }
@@ -269,11 +270,11 @@ static const struct synframe syns[] = {
 static void test_socket_filter(void **state)
 {
 	(void)state;
-	struct sock_filter prog[ARP_FILTER_MAX], sprog[ARP_FILTER_MAX];
-	int n = arp_filter_prog(imds_ip, 0, 0, prog, ARP_FILTER_MAX);
-	int sn = arp_filter_prog(imds_ip, 80, 0, sprog, ARP_FILTER_MAX);
+	struct sock_filter prog[RESP_FILTER_MAX], sprog[RESP_FILTER_MAX];
+	int n = resp_filter_prog(imds_ip, 0, 0, prog, RESP_FILTER_MAX);
+	int sn = resp_filter_prog(imds_ip, 80, 0, sprog, RESP_FILTER_MAX);
 	assert_true(n > 0 && sn > n);
-	assert_int_equal(arp_filter_prog(imds_ip, 80, 0, sprog, 4), -ENOSPC);
+	assert_int_equal(resp_filter_prog(imds_ip, 80, 0, sprog, 4), -ENOSPC);
 	for (size_t i = 0; i < NFRAMES; i++) {
 		const struct frame *f = &frames[i];
 		struct pkt bc = {f->b, f->n, PACKET_BROADCAST, 0};
@@ -657,8 +658,8 @@ static void test_ndp_reply(void **state)
 	assert_memory_equal(out, vm_mac, 6);
 	assert_memory_equal(out + 22, ndp_imds_ll, 16);
 	/* our advertisement never passes our own filter */
-	struct sock_filter prog[ARP_FILTER_MAX];
-	int pn = arp_filter_prog(imds_ip, 80, 1, prog, ARP_FILTER_MAX);
+	struct sock_filter prog[RESP_FILTER_MAX];
+	int pn = resp_filter_prog(imds_ip, 80, 1, prog, RESP_FILTER_MAX);
 	struct pkt pk = {out, NDP_NA_LEN, PACKET_OUTGOING, 0};
 	assert_int_equal(run(prog, pn, &pk), 0);
 }
@@ -666,12 +667,12 @@ static void test_ndp_reply(void **state)
 static void test_ndp_filter(void **state)
 {
 	(void)state;
-	struct sock_filter prog[ARP_FILTER_MAX], nprog[ARP_FILTER_MAX];
+	struct sock_filter prog[RESP_FILTER_MAX], nprog[RESP_FILTER_MAX];
 	uint8_t f[128], sn[16], tcp[20] = {0xa4, 0x10, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02};
 	static const uint8_t dmac[6] = {0x02, 0xa9, 0xfe, 0, 0, 1};
-	int n = arp_filter_prog(imds_ip, 80, 1, prog, ARP_FILTER_MAX);
-	int nn = arp_filter_prog(imds_ip, 0, 1, nprog, ARP_FILTER_MAX);
-	assert_true(n > 0 && nn > 0 && n <= ARP_FILTER_MAX);
+	int n = resp_filter_prog(imds_ip, 80, 1, prog, RESP_FILTER_MAX);
+	int nn = resp_filter_prog(imds_ip, 0, 1, nprog, RESP_FILTER_MAX);
+	assert_true(n > 0 && nn > 0 && n <= RESP_FILTER_MAX);
 	/* IPv4 verdicts unchanged with IPv6 on */
 	for (size_t i = 0; i < NFRAMES; i++) {
 		struct pkt bc = {frames[i].b, frames[i].n, PACKET_BROADCAST, 0};
@@ -732,8 +733,8 @@ static void test_ndp_filter(void **state)
 	k = v6frame(f, dmac, guest_ula, ndp_imds_global, 0, 64, tcp, sizeof(tcp));
 	assert_int_equal(run(prog, n, &pk), 0);
 	/* IPv6 off: no IPv6 frame at all */
-	struct sock_filter p4[ARP_FILTER_MAX];
-	int n4 = arp_filter_prog(imds_ip, 80, 0, p4, ARP_FILTER_MAX);
+	struct sock_filter p4[RESP_FILTER_MAX];
+	int n4 = resp_filter_prog(imds_ip, 80, 0, p4, RESP_FILTER_MAX);
 	solicited_node(ndp_imds_global, sn);
 	k = ns_frame(f, guest_ll, sn, ndp_imds_global, 1);
 	pk = (struct pkt){f, k, PACKET_MULTICAST, 0};

@@ -1590,10 +1590,10 @@ static struct json_object *jb_like_iface(const char *name)
 /* n entries "#<i>:masquerade:tap0" */
 static void got_index_names(const char *got, size_t n)
 {
-	char want[IFC_MAX_LEN + 1];
+	char want[IFACES_TEXT_MAX + 1];
 	struct sbuf b = SBUF_INIT(want, sizeof(want));
 	for (size_t i = 0; i < n; i++)
-		ifc_append(&b, i, "", 0, IFC_MASQUERADE, "tap0");
+		ifaces_append(&b, i, "", 0, IFACES_MASQUERADE, "tap0");
 	assert_non_null(got);
 	assert_string_equal(got, want);
 }
@@ -1748,14 +1748,14 @@ static void test_vmi_interfaces_overwrite_and_caps(void **state)
 	json_object_put(review);
 
 	/* --binding-plugin: a flag teaches a plugin, and overrides a built-in */
-	static const struct ifc_plugin plugins[] = {{"ovs-tap", IFC_MANAGEDTAP}, {"passt", IFC_TAP}};
+	static const struct ifc_plugin plugins[] = {{"ovs-tap", IFACES_MANAGEDTAP}, {"passt", IFACES_TAP}};
 	struct admission_config cfg = NATIVE;
 	cfg.plugins = plugins;
 	cfg.nplugins = 2;
 	review = vmi_with("[{\"name\":\"default\",\"binding\":{\"name\":\"passt\"}},{\"name\":\"x\",\"binding\":{\"name\":\"ovs-tap\"}}]",
 			  "[" POD_NET ",{\"name\":\"x\",\"multus\":{\"networkName\":\"n\"}}]");
 	run_review(&cfg, review, &a);
-	char tap[IFC_TAP_MAX + 1], want[128];
+	char tap[IFACES_TAP_MAX + 1], want[128];
 	ifc_tap_secondary("x", 1, tap);
 	snprintf(want, sizeof(want), "default:tap,x:managedtap:%s", tap);
 	assert_string_equal(sat(at(a.object, "metadata", "annotations", "imds.kubevirt.io/interfaces", NULL)), want);

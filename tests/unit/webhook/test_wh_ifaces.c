@@ -102,7 +102,7 @@ static void test_tap_names(void **state)
 	static const struct {
 		const char *net, *tap;
 	} pinned[] = {{"br1", "tap26578a32802"}, {"sriov", "tapf767c48f0c6"}};
-	char tap[IFC_TAP_MAX + 1], hex[65], want[IFC_TAP_MAX + 1];
+	char tap[IFACES_TAP_MAX + 1], hex[65], want[IFACES_TAP_MAX + 1];
 	for (size_t i = 0; i < 2; i++) {
 		ifc_tap_secondary(pinned[i].net, strlen(pinned[i].net), tap);
 		assert_string_equal(tap, pinned[i].tap);
@@ -138,29 +138,29 @@ static void test_kinds(void **state)
 	(void)state;
 	static const struct {
 		const char *name;
-		enum ifc_kind k;
+		enum ifaces_kind k;
 		int tap, in_pod;
 	} kinds[] = {
-		{"masquerade", IFC_MASQUERADE, 1, 1}, {"bridge", IFC_BRIDGE, 1, 1},
-		{"managedtap", IFC_MANAGEDTAP, 1, 1}, {"passt", IFC_PASST, 0, 1},
-		{"sriov", IFC_SRIOV, 0, 0},           {"tap", IFC_TAP, 0, 0},
-		{"unknown", IFC_UNKNOWN, 0, 0},
+		{"masquerade", IFACES_MASQUERADE, 1, 1}, {"bridge", IFACES_BRIDGE, 1, 1},
+		{"managedtap", IFACES_MANAGEDTAP, 1, 1}, {"passt", IFACES_PASST, 0, 1},
+		{"sriov", IFACES_SRIOV, 0, 0},           {"tap", IFACES_TAP, 0, 0},
+		{"unknown", IFACES_UNKNOWN, 0, 0},
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		enum ifc_kind k;
-		assert_string_equal(ifc_kind_name(kinds[i].k), kinds[i].name);
-		assert_int_equal(ifc_kind_parse(kinds[i].name, strlen(kinds[i].name), &k), 0);
+		enum ifaces_kind k;
+		assert_string_equal(ifaces_kind_name(kinds[i].k), kinds[i].name);
+		assert_int_equal(ifaces_kind_parse(kinds[i].name, strlen(kinds[i].name), &k), 0);
 		assert_int_equal(k, kinds[i].k);
-		assert_int_equal(ifc_kind_has_tap(k), kinds[i].tap);
-		assert_int_equal(ifc_kind_in_pod(k), kinds[i].in_pod);
+		assert_int_equal(ifaces_kind_has_tap(k), kinds[i].tap);
+		assert_int_equal(ifaces_kind_in_pod(k), kinds[i].in_pod);
 	}
 	static const char *const bad[] = {"", "Masquerade", "masq", "masquerade ", "managedTap", "passtBinding",
 					  "slirp", "macvtap", "unknownx"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		enum ifc_kind k;
-		assert_int_equal(ifc_kind_parse(bad[i], strlen(bad[i]), &k), -EINVAL);
+		enum ifaces_kind k;
+		assert_int_equal(ifaces_kind_parse(bad[i], strlen(bad[i]), &k), -EINVAL);
 	}
-	assert_string_equal(ifc_kind_name((enum ifc_kind)99), "unknown");
+	assert_string_equal(ifaces_kind_name((enum ifaces_kind)99), "?"); /* the shared table's */
 }
 
 static void test_names(void **state)
@@ -173,16 +173,16 @@ static void test_names(void **state)
 	n64[64] = '\0';
 	static const char *const good[] = {"default", "br1", "a", "A.b_c-9", "..", "-"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		assert_true(ifc_name_ok(good[i], strlen(good[i])));
-	assert_true(ifc_name_ok(n63, 63));
-	assert_false(ifc_name_ok(n64, 64));
-	assert_false(ifc_name_ok("", 0));
+		assert_true(ifaces_name_ok(good[i], strlen(good[i])));
+	assert_true(ifaces_name_ok(n63, 63));
+	assert_false(ifaces_name_ok(n64, 64));
+	assert_false(ifaces_name_ok("", 0));
 	/* every byte outside [A-Za-z0-9._-] */
 	for (int c = 0; c < 256; c++) {
 		char b = (char)c;
 		int want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
 			   c == '_' || c == '-';
-		assert_int_equal(ifc_name_ok(&b, 1), want);
+		assert_int_equal(ifaces_name_ok(&b, 1), want);
 	}
 }
 
@@ -191,21 +191,21 @@ static void test_append(void **state)
 	(void)state;
 	char buf[256];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
-	ifc_append(&b, 0, "default", 7, IFC_MASQUERADE, "tap0");
-	ifc_append(&b, 1, "br1", 3, IFC_BRIDGE, "tap26578a32802");
-	ifc_append(&b, 2, "fast", 4, IFC_SRIOV, NULL);
+	ifaces_append(&b, 0, "default", 7, IFACES_MASQUERADE, "tap0");
+	ifaces_append(&b, 1, "br1", 3, IFACES_BRIDGE, "tap26578a32802");
+	ifaces_append(&b, 2, "fast", 4, IFACES_SRIOV, NULL);
 	assert_string_equal(buf, "default:masquerade:tap0,br1:bridge:tap26578a32802,fast:sriov");
 	/* the name fallback: not [A-Za-z0-9._-]{1,63} gives #<index> */
 	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
-	ifc_append(&b, 0, "", 0, IFC_PASST, NULL);
-	ifc_append(&b, 1, "a:b", 3, IFC_TAP, NULL);
-	ifc_append(&b, 12, "a,b", 3, IFC_MANAGEDTAP, "tap0");
-	ifc_append(&b, 3, "x y", 3, IFC_UNKNOWN, "tap0"); /* no tap for unknown, whatever is passed */
+	ifaces_append(&b, 0, "", 0, IFACES_PASST, NULL);
+	ifaces_append(&b, 1, "a:b", 3, IFACES_TAP, NULL);
+	ifaces_append(&b, 12, "a,b", 3, IFACES_MANAGEDTAP, "tap0");
+	ifaces_append(&b, 3, "x y", 3, IFACES_UNKNOWN, "tap0"); /* no tap for unknown, whatever is passed */
 	assert_string_equal(buf, "#0:passt,#1:tap,#12:managedtap:tap0,#3:unknown");
 	/* overflow is the sbuf's */
 	char small[8];
 	b = (struct sbuf)SBUF_INIT(small, sizeof(small));
-	ifc_append(&b, 0, "default", 7, IFC_MASQUERADE, "tap0");
+	ifaces_append(&b, 0, "default", 7, IFACES_MASQUERADE, "tap0");
 	assert_true(b.overflow);
 }
 
@@ -256,6 +256,8 @@ static void test_check_table(void **state)
 		{"default:masquerade:tap0,", "entry 1"},
 		{"default:masquerade:tap0,,b:passt", "entry 1"},
 		{" default:passt", "name"},
+		/* one tap for two NICs: KubeVirt never makes it, the sidecar refuses it */
+		{"a:bridge:tap26578a32802,b:managedtap:tap26578a32802", "named twice"},
 		{"default:passt\n", "kind"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -272,34 +274,38 @@ static void test_check_caps(void **state)
 	(void)state;
 	char err[160];
 	/* 64 entries are fine, 65 are not */
-	char buf[IFC_MAX_LEN * 2];
+	char buf[IFACES_TEXT_MAX * 2];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
-	for (size_t i = 0; i < 64; i++)
-		ifc_append(&b, i, "", 0, IFC_MANAGEDTAP, "tapabcdef01234");
+	for (size_t i = 0; i < 64; i++) {
+		char net[8], tap[IFACES_TAP_MAX + 1];
+		snprintf(net, sizeof(net), "n%zu", i);
+		ifc_tap_secondary(net, strlen(net), tap); /* 64 networks, 64 taps */
+		ifaces_append(&b, i, "", 0, IFACES_MANAGEDTAP, tap);
+	}
 	assert_false(b.overflow);
 	assert_int_equal(ifc_check(buf, b.len, err, sizeof(err)), 0);
 	size_t len64 = b.len;
-	ifc_append(&b, 64, "", 0, IFC_PASST, NULL);
+	ifaces_append(&b, 64, "", 0, IFACES_PASST, NULL);
 	assert_int_equal(ifc_check(buf, b.len, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "more than 64"));
 	/* 64 entries with index names stay far under the byte cap: the
 	 * generator's fallback always fits */
-	assert_true(len64 <= IFC_MAX_LEN);
+	assert_true(len64 <= IFACES_TEXT_MAX);
 	/* the byte cap: 4096 accepted, 4097 refused (names of 63 bytes) */
 	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
 	char name[64];
 	memset(name, 'n', 63);
 	name[63] = '\0';
 	size_t i = 0;
-	while (b.len + 1 + 63 + 6 <= IFC_MAX_LEN)
-		ifc_append(&b, i++, name, 63, IFC_PASST, NULL);
-	size_t pad = IFC_MAX_LEN - b.len - 1; /* one more entry "x...:tap" filling to 4096 */
+	while (b.len + 1 + 63 + 6 <= IFACES_TEXT_MAX)
+		ifaces_append(&b, i++, name, 63, IFACES_PASST, NULL);
+	size_t pad = IFACES_TEXT_MAX - b.len - 1; /* one more entry "x...:tap" filling to 4096 */
 	assert_true(pad >= 5 && pad - 4 <= 63);
 	char last[80];
 	memset(last, 'x', pad - 4);
 	last[pad - 4] = '\0';
-	ifc_append(&b, i, last, pad - 4, IFC_TAP, NULL);
-	assert_int_equal(b.len, IFC_MAX_LEN);
+	ifaces_append(&b, i, last, pad - 4, IFACES_TAP, NULL);
+	assert_int_equal(b.len, IFACES_TEXT_MAX);
 	assert_int_equal(ifc_check(buf, b.len, err, sizeof(err)), 0);
 	sbuf_putc(&b, 'x'); /* "tapx": a bad kind, but the size is refused first */
 	assert_int_equal(ifc_check(buf, b.len, err, sizeof(err)), -EINVAL);
@@ -341,31 +347,31 @@ static void test_plugins(void **state)
 	char err[256];
 	int known;
 	/* the built-ins */
-	assert_int_equal(ifc_plugin_kind(NULL, 0, "passt", 5, &known), IFC_PASST);
+	assert_int_equal(ifc_plugin_kind(NULL, 0, "passt", 5, &known), IFACES_PASST);
 	assert_true(known);
-	assert_int_equal(ifc_plugin_kind(NULL, 0, "macvtap", 7, &known), IFC_TAP);
-	assert_int_equal(ifc_plugin_kind(NULL, 0, "l2bridge", 8, &known), IFC_MANAGEDTAP);
-	assert_int_equal(ifc_plugin_kind(NULL, 0, "slirp", 5, &known), IFC_UNKNOWN);
+	assert_int_equal(ifc_plugin_kind(NULL, 0, "macvtap", 7, &known), IFACES_TAP);
+	assert_int_equal(ifc_plugin_kind(NULL, 0, "l2bridge", 8, &known), IFACES_MANAGEDTAP);
+	assert_int_equal(ifc_plugin_kind(NULL, 0, "slirp", 5, &known), IFACES_UNKNOWN);
 	assert_false(known);
-	assert_int_equal(ifc_plugin_kind(NULL, 0, "pass", 4, &known), IFC_UNKNOWN); /* no prefix match */
+	assert_int_equal(ifc_plugin_kind(NULL, 0, "pass", 4, &known), IFACES_UNKNOWN); /* no prefix match */
 	assert_false(known);
 	/* flags, a later one winning, over the built-ins */
 	static const struct {
 		const char *arg, *name;
-		enum ifc_kind k;
+		enum ifaces_kind k;
 	} good[] = {
-		{"ovs=managedtap", "ovs", IFC_MANAGEDTAP}, {"passt=tap", "passt", IFC_TAP},
-		{"ovs=bridge", "ovs", IFC_BRIDGE},         {"my.plugin_2-x=masquerade", "my.plugin_2-x", IFC_MASQUERADE},
+		{"ovs=managedtap", "ovs", IFACES_MANAGEDTAP}, {"passt=tap", "passt", IFACES_TAP},
+		{"ovs=bridge", "ovs", IFACES_BRIDGE},         {"my.plugin_2-x=masquerade", "my.plugin_2-x", IFACES_MASQUERADE},
 	};
 	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(ifc_plugin_parse(good[i].arg, &p[i], err, sizeof(err)), 0);
 		assert_string_equal(p[i].name, good[i].name);
 		assert_int_equal(p[i].kind, good[i].k);
 	}
-	assert_int_equal(ifc_plugin_kind(p, 4, "ovs", 3, &known), IFC_BRIDGE);
-	assert_int_equal(ifc_plugin_kind(p, 4, "passt", 5, &known), IFC_TAP);
-	assert_int_equal(ifc_plugin_kind(p, 4, "macvtap", 7, &known), IFC_TAP);
-	assert_int_equal(ifc_plugin_kind(p, 4, "my.plugin_2-x", 13, &known), IFC_MASQUERADE);
+	assert_int_equal(ifc_plugin_kind(p, 4, "ovs", 3, &known), IFACES_BRIDGE);
+	assert_int_equal(ifc_plugin_kind(p, 4, "passt", 5, &known), IFACES_TAP);
+	assert_int_equal(ifc_plugin_kind(p, 4, "macvtap", 7, &known), IFACES_TAP);
+	assert_int_equal(ifc_plugin_kind(p, 4, "my.plugin_2-x", 13, &known), IFACES_MASQUERADE);
 	static const struct {
 		const char *arg, *says;
 	} bad[] = {
