@@ -272,9 +272,14 @@ static struct imds_app *start(struct fx *f)
 	return f->app;
 }
 
+/* The next req() is a parked request run again, with this note. */
+static int next_parked;
+static uint64_t next_park_tag;
+
 struct resp {
 	int status;
 	int park;
+	uint64_t park_tag;
 	char extra[512];
 	char *body;
 	size_t len;
@@ -306,11 +311,16 @@ static void req(struct fx *f, const char *method, const char *target, const char
 	}
 	if (body)
 		rq.body = (struct http_span){body, strlen(body)};
+	rq.parked = next_parked;
+	rq.park_tag = next_park_tag;
+	next_parked = 0;
+	next_park_tag = 0;
 	struct http_response res;
 	memset(&res, 0, sizeof(res));
 	imds_handle(&rq, &res, f->app);
 	out->status = res.status;
 	out->park = res.park;
+	out->park_tag = res.park_tag;
 	memcpy(out->extra, res.extra, res.extra_len);
 	out->extra[res.extra_len] = '\0';
 	const char *p = res.blob ? res.blob->data : res.body;
@@ -493,6 +503,35 @@ static void test_arrived(void **state)
 	assert_non_null(strstr(get(f, "/v1/lifecycle", NULL, 200), "\"migrationUID\":null"));
 }
 
+/* GCE's own use: ?wait_for_change=true without last_etag waits for the
+ * next change from what is there when the request comes. */
+static void test_wait_from_now(void **state)
+{
+	struct fx *f = *state;
+	start(f);
+	struct resp r;
+	req(f, "GET", MAINT "?wait_for_change=true", GOOGLE, NULL, &r);
+	assert_int_equal(r.park, 1);
+	assert_true(r.park_tag != 0);
+	uint64_t t = r.park_tag;
+	free(r.body);
+	/* Woken with nothing changed: parked again, on the same tag. */
+	next_parked = 1;
+	next_park_tag = t;
+	req(f, "GET", MAINT "?wait_for_change=true&last_etag=", GOOGLE, NULL, &r);
+	assert_int_equal(r.park, 1);
+	assert_true(r.park_tag == t);
+	free(r.body);
+	put(f, "eviction-in-progress", "true");
+	next_parked = 1;
+	next_park_tag = t;
+	req(f, "GET", MAINT "?wait_for_change=true", GOOGLE, NULL, &r);
+	assert_int_equal(r.park, 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "MIGRATE_ON_HOST_MAINTENANCE");
+	free(r.body);
+}
+
 static void test_no_lifecycle_dir(void **state)
 {
 	struct fx *f = *state;
@@ -649,6 +688,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_none_terminate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_maintenance_annotation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_arrived, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_from_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_lifecycle_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gce_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_azure_rules, setup, teardown),
