@@ -12,34 +12,16 @@ set -uo pipefail
 source "$(dirname "$0")/../lib/tap.sh"
 # shellcheck source=../lib/server.sh
 source "$(dirname "$0")/../lib/server.sh"
+# shellcheck source=../lib/podinfo.sh
+source "$(dirname "$0")/../lib/podinfo.sh"
 
-PI=$TEST_TMP/podinfo
-mkdir -p "$PI" "$TEST_TMP/tokens"
+mkdir -p "$TEST_TMP/tokens"
 GOOGLE=(-H 'Metadata-Flavor: Google')
 AZURE=(-H 'Metadata: true')
 MAINT=/computeMetadata/v1/instance/maintenance-event
 SCHED='/metadata/scheduledevents?api-version=2020-07-01'
 EC2EV=/latest/meta-data/events/maintenance/scheduled
 SPOT=/latest/meta-data/spot/instance-action
-
-# kubelet's atomic writer: every file of the volume in a new timestamped
-# folder, then ..data swapped to it in one rename.  Args: name=value...
-declare -A PODINFO=([eviction-in-progress]='' [eviction-strategy]=LiveMigrate [migration-job-uid]=''
-	[migration-target-ready]='' [maintenance]='')
-N_WRITE=0
-kubelet_write() {
-	local kv d
-	for kv in "$@"; do PODINFO[${kv%%=*}]=${kv#*=}; done
-	N_WRITE=$((N_WRITE + 1))
-	d=..2026_11_27_00_00_00.$N_WRITE
-	mkdir "$PI/$d"
-	for kv in "${!PODINFO[@]}"; do
-		printf '%s' "${PODINFO[$kv]}" >"$PI/$d/$kv"
-		[[ -L $PI/$kv ]] || ln -s "..data/$kv" "$PI/$kv"
-	done
-	ln -s "$d" "$PI/..data_tmp"
-	mv -T "$PI/..data_tmp" "$PI/..data"
-}
 
 # get NAME WANT_STATUS URL CURL-ARGS...: the body into BODY, the headers into HEAD.
 get() {
@@ -75,7 +57,7 @@ jfield() { # JSON EXPR (d is the document)
 	"$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
-kubelet_write
+podinfo_init "$TEST_TMP/podinfo"
 server_start IMDS_RATE_LIMIT=0 IMDS_LIFECYCLE_DIR="$PI" IMDS_AVAILABILITY_ZONE=eu-west-1b || exit 1
 U=$SRV_URL
 
