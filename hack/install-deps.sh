@@ -7,10 +7,11 @@ set -euo pipefail
 # test: cloud-init, python3-botocore and ignition are the real guest agents the
 # suites run against the sidecar (tests/integration/cloudinit.sh, agents.sh);
 # nftables, tcpdump and passt: the network suites list our tables, capture the
-# node's side and run the real passt.
+# node's side and run the real passt; resource-agents: its azure-events-az, the
+# Azure Scheduled Events agent tests/integration/lifecycle_clients.sh runs.
 declare -A pkgs=(
 	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
-	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt"
+	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt resource-agents"
 	[bench]="nginx-light wrk util-linux"
 	[lint]="shellcheck cppcheck clang-tidy"
 	[coverage]="lcov"

@@ -363,6 +363,7 @@ static void response_reset(struct http_response *res)
 	res->close = 0;
 	res->park = 0;
 	res->park_ms = 0;
+	res->park_tag = 0;
 }
 
 /* An error the core itself answers (parse error, limit, timeout).  The
@@ -416,6 +417,7 @@ ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, si
 		response_reset(res);
 		r->parked = c->parked;
 		r->park_expired = c->park_expired;
+		r->park_tag = c->parked ? c->park_tag : 0;
 		s->handler(r, res, s->ud);
 		if (res->close)
 			keep = 0;
@@ -424,6 +426,7 @@ ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, si
 			blob_unref(res->blob);
 			res->blob = NULL;
 			park_hold(s, c, res->park_ms);
+			c->park_tag = res->park_tag;
 			break;
 		}
 		park_release(s, c);

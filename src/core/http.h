@@ -59,6 +59,9 @@ struct http_response {
 	 * req->park_expired set; whatever else the handler filled is dropped. */
 	int park;
 	unsigned park_ms;
+	/* The handler's own note, kept with the parked request and handed back
+	 * as req->park_tag at each run (the tag it waits to see change). */
+	uint64_t park_tag;
 };
 
 /* Response helpers: 0, or -ENOSPC when the header area is full. */

@@ -36,6 +36,7 @@ struct conn {
 	size_t lingered;        /* bytes dropped so far */
 	int parked;             /* its request waits (res->park), held in `in` */
 	int park_expired;       /* ... and its wait is over */
+	uint64_t park_tag;      /* the handler's note (res->park_tag) */
 	uint64_t park_deadline; /* ms */
 	unsigned park_answers;  /* waits answered on this connection (park_release) */
 	char *in;               /* held input: partial or pipelined requests */

@@ -54,6 +54,7 @@ struct http_request {
 	uint64_t start_us;
 	int parked;      /* this request waited (res->park) and is run again */
 	int park_expired; /* ... because its wait is over: answer now */
+	uint64_t park_tag; /* what the handler put in res->park_tag when it parked it */
 };
 
 /* Case-insensitive lookup; returns NULL when absent.  With several

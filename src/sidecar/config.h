@@ -36,6 +36,7 @@ struct imds_config {
 	const char *password_key;        /* the SSH keys entry cloudbase-init encrypts to */
 	const char *instance_type;       /* NULL: "kubevirt" */
 	const char *zone, *region;       /* placement, when known */
+	const char *lifecycle_dir;       /* the pod's lifecycle files (lifecycle.h) */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
 	int session_required;            /* IMDS_SESSION=required */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "events.h"
 #include "sbuf.h"
 
 /* What GET / lists: the versions the known clients ask for (cloud-init
@@ -78,13 +79,17 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 	if (n && p[n - 1] == '/')
 		n--;
 	if (n == 0) {
-		sbuf_puts(b, "hostname\ninstance-id\ninstance-type\nlocal-hostname");
+		/* As EC2's listing, sorted: events/ always, spot/ while a
+		 * termination is pending. */
+		sbuf_puts(b, "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
 		if (net.ipv4)
 			sbuf_puts(b, "\nlocal-ipv4");
 		if (c->zone || c->region)
 			sbuf_puts(b, "\nplacement/");
 		if (m.keys->n)
 			sbuf_puts(b, "\npublic-keys/");
+		if (lc_get(&in->life)->state == LC_TERMINATE)
+			sbuf_puts(b, "\nspot/");
 		return 1;
 	}
 	if (is(p, n, "hostname") || is(p, n, "local-hostname")) {
@@ -124,7 +129,7 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 		else
 			return 0;
 	} else {
-		return 0;
+		return ev_ec2_meta(in, p, n, b);
 	}
 	return 1;
 }

@@ -7,6 +7,7 @@
 
 #include "call.h"
 #include "ec2.h"
+#include "events.h"
 #include "instance.h"
 #include "kube.h"
 #include "nocloud.h"
@@ -48,6 +49,15 @@ static const struct route routes[] = {
 	{ROUTE_READ, 0, "/v1/user-data", NULL, nocloud_user_data, AT(nocloud)},
 	{ROUTE_READ, 0, "/v1/vendor-data", NULL, nocloud_vendor_data, AT(nocloud)},
 	{ROUTE_READ, 0, "/v1/network-config", NULL, nocloud_network_config, AT(nocloud)},
+	/* Lifecycle events (events.c): ours, GCE's and Azure's; EC2's are in its tree. */
+	{ROUTE_READ, 0, "/v1/lifecycle", NULL, ev_lifecycle, AT(inst)},
+	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/maintenance-event", NULL,
+	 ev_gce_maintenance, AT(inst)},
+	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/*", NULL, ev_gce_instance, AT(inst)},
+	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/*", NULL, ev_gce_not_found, AT(inst)},
+	{ROUTE_READ | ROUTE_POST, ROUTE_GUARD, "/metadata/scheduledevents", NULL, ev_azure_events,
+	 AT(inst)},
+	{ROUTE_READ, ROUTE_GUARD, "/metadata/instance", NULL, ev_azure_instance, AT(inst)},
 	/* Kubernetes credentials. */
 	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/identity", NULL, kube_identity, AT(kube)},
 	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
@@ -98,6 +108,23 @@ static void not_allowed(struct http_response *res, unsigned allowed)
 	}
 }
 
+/* GCE's metadata server: Metadata-Flavor: Google, exactly once, and no
+ * proxy header (it answers 403 to either). */
+static int flavor(const struct http_request *req, struct http_response *res)
+{
+	if (call_forwarded(req)) {
+		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
+		return -1;
+	}
+	int many = 0;
+	const struct http_span *f = call_header(req, "metadata-flavor", &many);
+	if (!f || many || !http_span_eq(*f, "Google")) {
+		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
+		return -1;
+	}
+	return 0;
+}
+
 /* Token and identity: only a direct request from inside the guest. */
 static int guard(const struct http_request *req, struct http_response *res)
 {
@@ -125,6 +152,9 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	pn = route_merge_slashes(req->path.p, pn, a->path);
 	const struct route *r = route_find(routes, NROUTES, a->path, pn, &c.ver, &c.rest);
 	unsigned allowed = r ? r->methods : ROUTE_READ;
+	/* GCE's clients check the header on every answer, errors included. */
+	if (r && (r->rules & ROUTE_FLAVOR))
+		http_res_header(res, "Metadata-Flavor", "Google");
 	if (!(route_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
 		return;
@@ -162,6 +192,8 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		return;
 	}
 	if ((r->rules & ROUTE_GUARD) && guard(req, res) < 0)
+		return;
+	if ((r->rules & ROUTE_FLAVOR) && flavor(req, res) < 0)
 		return;
 	r->fn(&c);
 	if (w.on && c.tag && (res->status == 200 || res->status == 304))
@@ -216,6 +248,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 		wait_watch_add(&a->watch, cfg->meta_data_file, 0);
 		wait_watch_add(&a->watch, cfg->token_path, 0);
 		wait_watch_add(&a->watch, cfg->ssh_keys_dir, 1);
+		wait_watch_add(&a->watch, cfg->lifecycle_dir, 1);
 	}
 	return a;
 fail:

@@ -73,7 +73,8 @@ int inst_open(struct instance *in, const struct imds_config *cfg, char *err, siz
 			    errlen)) < 0 ||
 	    (r = dfile_open(&in->custom, "IMDS_META_DATA_FILE", cfg->meta_data_file, err, errlen)) < 0 ||
 	    (r = sshkeys_open(&in->keys, cfg->ssh_keys_dir, err, errlen)) < 0 ||
-	    (r = password_open(&in->pw, cfg->state_dir, err, errlen)) < 0)
+	    (r = password_open(&in->pw, cfg->state_dir, err, errlen)) < 0 ||
+	    (r = lc_open(&in->life, cfg->lifecycle_dir, err, errlen)) < 0)
 		return r;
 	in->custom_seen = cfg->meta_data_file ? blob_ref(dfile_get(&in->custom)) : NULL;
 	parse_custom(in, 1);
@@ -102,6 +103,7 @@ void inst_close(struct instance *in)
 	dfile_close(&in->netstatus);
 	blob_unref(in->ns_seen);
 	password_close(&in->pw);
+	lc_close(&in->life);
 	in->custom_seen = in->user_inline = in->ns_seen = NULL;
 }
 

@@ -17,6 +17,7 @@
 #include "blob.h"
 #include "config.h"
 #include "dfile.h"
+#include "lifecycle.h"
 #include "metajson.h"
 #include "netstatus.h"
 #include "password.h"
@@ -65,6 +66,7 @@ struct instance {
 	struct netstatus ns;
 	uint64_t net_gen;
 	struct password pw;        /* posted by the guest (password.c) */
+	struct lifecycle life;     /* IMDS_LIFECYCLE_DIR: what is about to happen (lifecycle.c) */
 };
 
 /* Opens every source.  0, or -errno with a message naming the setting. */

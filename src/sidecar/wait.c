@@ -26,14 +26,17 @@ int wait_params(const struct http_request *req, struct wait *w, struct http_resp
 	}
 	w->on = 1;
 	n = call_query_param(q, qn, "last_etag", v, sizeof(v));
+	/* GCE's own use (maintenance-event?wait_for_change=true): without a
+	 * last_etag, wait for the next change from what is there now. */
+	w->from_now = n == -ENOENT || n == 0;
 	const char *h = v;
 	if (n == 18 && v[0] == '"' && v[17] == '"') { /* the ETag as sent, quotes and all */
 		v[17] = '\0';
 		h = v + 1;
 		n = 16;
 	}
-	int ok = n == 16;
-	for (int i = 0; ok && i < 16; i++) {
+	int ok = n == 16 || w->from_now;
+	for (int i = 0; ok && !w->from_now && i < 16; i++) {
 		int d = sbuf_hexval(h[i]);
 		ok = d >= 0 && !(h[i] >= 'A' && h[i] <= 'F'); /* as we write it: lower case */
 		w->last = w->last << 4 | (uint64_t)(d < 0 ? 0 : d);
@@ -56,7 +59,9 @@ int wait_params(const struct http_request *req, struct wait *w, struct http_resp
 void wait_or_answer(const struct wait *w, uint64_t tag, const struct http_request *req,
 		    struct http_response *res, struct http_server *http)
 {
-	if (tag != w->last || req->park_expired)
+	/* From now: the tag of the first run, kept with the parked request. */
+	uint64_t last = !w->from_now ? w->last : req->parked ? req->park_tag : tag;
+	if (tag != last || req->park_expired)
 		return;
 	if (!req->parked && http && http_server_parked(http) >= WAIT_WAITERS_MAX) {
 		blob_unref(res->blob);
@@ -69,6 +74,7 @@ void wait_or_answer(const struct wait *w, uint64_t tag, const struct http_reques
 	}
 	res->park = 1;
 	res->park_ms = w->timeout_sec * 1000u;
+	res->park_tag = last;
 }
 
 static void on_change(struct loop *l, int fd, void *data, int mask)

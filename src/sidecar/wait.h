@@ -21,12 +21,16 @@
 
 struct wait {
 	int on;
+	int from_now;          /* no last_etag (or empty): wait for the next change, as GCE */
 	uint64_t last;         /* last_etag */
 	unsigned timeout_sec;
 };
 
 /* Reads the wait parameters of req into w (w->on 0: no wait asked).  0, or
- * -1 with a 400 naming the parameter in res. */
+ * -1 with a 400 naming the parameter in res.  Without last_etag (or with
+ * an empty one) the request waits for the next change from the data it
+ * would be answered now, as GCE's metadata server: the tag of its first run
+ * rides with the parked request (res->park_tag). */
 int wait_params(const struct http_request *req, struct wait *w, struct http_response *res);
 
 /* The answer in res carries tag: when it is the one the client has and its

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jbuild.h"
 #include "jview.h"
 #include "k8s_names.h"
 #include "review.h"
@@ -136,4 +137,30 @@ void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns)
 	rv_warn(a, "imds.kubevirt.io: %s%s %s on the VirtualMachine's own metadata; KubeVirt copies only "
 		   "spec.template.metadata.annotations to the VMI and its pod: move %s there",
 		list, tail, n + more == 1 ? "is" : "are", n + more == 1 ? "it" : "them");
+}
+
+void ann_record_eviction(struct review *a, uint32_t spec, uint32_t anns)
+{
+	static const char path[] = "/metadata/annotations/imds.kubevirt.io~1eviction-strategy";
+	static const char *const known[] = {"LiveMigrate", "LiveMigrateIfPossible", "External", "None",
+					    NULL};
+	struct str es = rv_str(a, spec, "evictionStrategy", "request.object.spec");
+	struct str old = rv_str(a, anns, ANN_EVICTION_STRATEGY, "request.object.metadata.annotations");
+	if (a->err)
+		return;
+	const char *rec = NULL;
+	for (const char *const *k = known; es.p && *k && !rec; k++)
+		if (str_is(es, *k))
+			rec = *k;
+	if (!rec) {
+		/* None set (the cluster's default applies, which the webhook cannot
+		 * read), or a value KubeVirt's own validation refuses: a value a
+		 * user wrote would mislead the sidecar. */
+		if (old.p)
+			rv_remove(a, path);
+		return;
+	}
+	if (old.p && str_is(old, rec))
+		return;
+	rv_add(a, path, jb_str(rec));
 }

@@ -29,6 +29,16 @@ struct review;
 #define ANN_HOP_LIMIT ANN "hop-limit"
 #define ANN_SESSION ANN "session"
 #define ANN_INTERFACES ANN "interfaces"
+/* Lifecycle events (docs/sidecar.md): the VMI's spec.evictionStrategy,
+ * written by the webhook at the VMI's CREATE; an operator's announcement. */
+#define ANN_EVICTION_STRATEGY ANN "eviction-strategy"
+#define ANN_MAINTENANCE ANN "maintenance"
+/* KubeVirt's, read by the sidecar through the downward API:
+ * pkg/virt-controller/watch/descheduler/descheduler.go:41,
+ * staging/src/kubevirt.io/api/core/v1/types.go:1175 and :1419. */
+#define ANN_EVICTION_IN_PROGRESS "descheduler.alpha.kubernetes.io/eviction-in-progress"
+#define LABEL_MIGRATION_JOB "kubevirt.io/migrationJobUID"
+#define ANN_MIGRATION_TARGET_READY "kubevirt.io/migration-target-ready-timestamp"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
@@ -49,5 +59,13 @@ void ann_check_data(struct review *a, uint32_t anns, const char *where);
  * the pod), so they reach no sidecar.  One admission warning naming them
  * and where to move them.  anns, tanns may be JV_NONE. */
 void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns);
+
+/* A VMI's CREATE: its spec.evictionStrategy recorded as
+ * imds.kubevirt.io/eviction-strategy, which KubeVirt copies to the launcher
+ * pod, where the sidecar reads it (the pod itself does not carry the
+ * strategy).  Without one (the cluster's default applies, unknown here) or
+ * with a value KubeVirt refuses, a user's annotation is removed.  anns may
+ * be JV_NONE only when the VMI has no annotations (not opted in). */
+void ann_record_eviction(struct review *a, uint32_t spec, uint32_t anns);
 
 #endif

@@ -113,6 +113,15 @@ static struct json_object *podinfo_item(const char *file, const char *annotation
 		    jb_obj("apiVersion", jb_str("v1"), "fieldPath", jb_str(fp), JB_END), JB_END);
 }
 
+/* The same for a label. */
+static struct json_object *podinfo_label(const char *file, const char *label)
+{
+	char fp[128];
+	snprintf(fp, sizeof(fp), "metadata.labels['%s']", label);
+	return jb_obj("path", jb_str(file), "fieldRef",
+		    jb_obj("apiVersion", jb_str("v1"), "fieldPath", jb_str(fp), JB_END), JB_END);
+}
+
 enum ud_source { UD_INLINE, UD_SECRET, UD_CONFIGMAP };
 
 struct pod {
@@ -356,6 +365,13 @@ static struct json_object *podinfo_volume(struct pod *p)
 	items = jb_push(items, podinfo_item("network-status", ANN_NETWORK_STATUS));
 	if (p->meta_data)
 		items = jb_push(items, podinfo_item("meta-data", ANN_META_DATA));
+	/* The lifecycle events' sources (src/sidecar/lifecycle.h): kubelet
+	 * rewrites the files when KubeVirt changes the pod's metadata. */
+	items = jb_push(items, podinfo_item("eviction-in-progress", ANN_EVICTION_IN_PROGRESS));
+	items = jb_push(items, podinfo_item("eviction-strategy", ANN_EVICTION_STRATEGY));
+	items = jb_push(items, podinfo_label("migration-job-uid", LABEL_MIGRATION_JOB));
+	items = jb_push(items, podinfo_item("migration-target-ready", ANN_MIGRATION_TARGET_READY));
+	items = jb_push(items, podinfo_item("maintenance", ANN_MAINTENANCE));
 	return jb_obj("name", jb_str(VOL_PODINFO), "downwardAPI", jb_obj("items", items, JB_END), JB_END);
 }
 
@@ -434,6 +450,7 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 	if (p->meta_data)
 		env = jb_push(env, env_value("IMDS_META_DATA_FILE", jb_str(PODINFO_DIR "/meta-data")));
 	env = jb_push(env, env_value("IMDS_STATE_DIR", jb_str(STATE_DIR)));
+	env = jb_push(env, env_value("IMDS_LIFECYCLE_DIR", jb_str(PODINFO_DIR)));
 
 	struct json_object *mounts =
 		jb_arr(2, mount(VOL_TOKEN, TOKEN_DIR), mount(VOL_PODINFO, PODINFO_DIR));

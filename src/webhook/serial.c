@@ -82,6 +82,8 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 			    "request.object.spec.template.spec", JV_NONE, 0);
 	else
 		vmnet_admit(a, spec, "request.object.spec", anns, 1);
+	if (!vm && !a->err)
+		ann_record_eviction(a, spec, anns);
 	if (a->err)
 		return;
 

@@ -49,6 +49,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	put("aud/token", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln");
 	put("ud", "#cloud-config\nhostname: fuzz\n");
 	put("vd", "#cloud-config\n{}\n");
+	/* The lifecycle events with a migration pending: every dialect has an
+	 * event to render, Azure's an id to acknowledge. */
+	put("eviction-in-progress", "true");
+	put("eviction-strategy", "LiveMigrate");
+	setenv("IMDS_LIFECYCLE_DIR", dir, 1);
 	setenv("IMDS_NAMESPACE", "ns", 1);
 	setenv("IMDS_VM_NAME", "vm", 1);
 	setenv("IMDS_RATE_LIMIT", "0", 1);

@@ -83,7 +83,9 @@ echo "# cloud-init 22.4's EC2 readers and botocore, sessions optional"
 server_start "${COMMON[@]}" || exit 1
 WANT_MD=$("$PY" -c '
 import json, sys
-print(json.dumps({"hostname": "testvm", "instance-id": "default-testvm", "instance-type": "u1.medium",
+# events/: the lifecycle events (docs/sidecar.md), none pending, as EC2 lists them.
+print(json.dumps({"events": {"maintenance": {"history": "[]", "scheduled": "[]"}},
+  "hostname": "testvm", "instance-id": "default-testvm", "instance-type": "u1.medium",
   "local-hostname": "testvm", "local-ipv4": "10.244.1.5",
   "placement": {"availability-zone": "eu-west-1b", "region": "eu-west-1"},
   "public-keys": {"alice": sys.argv[1], "bob": sys.argv[2]}}, sort_keys=True))' "$RSA" "$ED")

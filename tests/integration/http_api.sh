@@ -192,12 +192,12 @@ raw_is_file "HEAD then GET on one connection: the GET answer follows the HEAD he
 
 echo "# unknown paths: a small 404 at once"
 want "HTTP/1.1 404 Not Found" "$J" "=$NOTFOUND"
-for p in /latest/meta-data/nope /computeMetadata/v1/ '/metadata/instance?api-version=2021-02-01' \
+for p in /latest/meta-data/nope /computeMetadata '/metadata/identity?api-version=2021-02-01' \
 	/latest/meta-data/iam/security-credentials/ /v1 /v1/ /v1/meta-data/ /V1/meta-data /v1/meta-data/extra /openstackx /openstack/foo/meta_data.json \
 	/openstack/latest/nope /openstack/2018-8-27/meta_data.json /healthz/; do
 	curl_is "GET $p: 404 not_found" "$U$p"
 done
-t=$(curl -s -o /dev/null -w '%{time_total}' -H 'Metadata-Flavor: Google' "$U/computeMetadata/v1/instance/id")
+t=$(curl -s -o /dev/null -w '%{time_total}' -H 'Metadata-Flavor: Google' "$U/computeMetadata/v1/instance/nope")
 within "a 404 probe is answered in under 100 ms (s)" 0 0.1 "$t"
 urls=()
 for i in $(seq 50); do urls+=("$U/latest/meta-data/$i" "$U/computeMetadata/v1/$i"); done

@@ -282,6 +282,7 @@ def check_pod(args, orig, new):
         "IMDS_NETWORK_CONFIG_FILE": PODINFO + "/network-config",
         "IMDS_NETWORK_STATUS_FILE": PODINFO + "/network-status",
         "IMDS_STATE_DIR": STATE_DIR,
+        "IMDS_LIFECYCLE_DIR": PODINFO,
     }
     if ANN + "ssh-keys-secret" in anns:
         want_env["IMDS_SSH_KEYS_DIR"] = SSH_DIR
@@ -336,6 +337,16 @@ def check_pod(args, orig, new):
             eq("meta-data: file content", want.get(ANN + "meta-data", ""), nanns.get(ANN + "meta-data", ""))
     eq("network-status: downward API of Multus' annotation (never required)",
        [("annotation", "k8s.v1.cni.cncf.io/network-status")], data_source(new, c, env["IMDS_NETWORK_STATUS_FILE"]))
+    # The lifecycle events' sources (issue 31): KubeVirt's annotations and label, ours.
+    for name, fp in (("eviction-in-progress", "metadata.annotations['descheduler.alpha.kubernetes.io/eviction-in-progress']"),
+                     ("eviction-strategy", "metadata.annotations['imds.kubevirt.io/eviction-strategy']"),
+                     ("migration-job-uid", "metadata.labels['kubevirt.io/migrationJobUID']"),
+                     ("migration-target-ready", "metadata.annotations['kubevirt.io/migration-target-ready-timestamp']"),
+                     ("maintenance", "metadata.annotations['imds.kubevirt.io/maintenance']")):
+        vol, rel = resolve(new, c, env["IMDS_LIFECYCLE_DIR"] + "/" + name)
+        items = [i for i in ((vol or {}).get("downwardAPI") or {}).get("items", []) if i["path"] == rel]
+        eq(f"lifecycle: {name} from the downward API of {fp}", [fp],
+           [i["fieldRef"]["fieldPath"] for i in items])
 
     # Tokens.
     vol, rel = resolve(new, c, env["IMDS_TOKEN_PATH"])
@@ -391,8 +402,14 @@ def check_serial(orig, new, is_vm, plugins):
                ((orig.get("metadata") or {}).get("annotations") or {}).get(ANN + "interfaces"), got_if)
         else:
             eq("imds.kubevirt.io/interfaces", want_if, got_if)
+        # spec.evictionStrategy recorded for the sidecar (issue 31), when KubeVirt knows it.
+        es = (orig.get("spec") or {}).get("evictionStrategy")
+        es = es if es in ("LiveMigrate", "LiveMigrateIfPossible", "External", "None") else None
+        eq("imds.kubevirt.io/eviction-strategy: spec.evictionStrategy", es,
+           ((new.get("metadata") or {}).get("annotations") or {}).get(ANN + "eviction-strategy"))
         for o in (a, b):
             ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "interfaces", None)
+            ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "eviction-strategy", None)
     for o in (a, b):
         fw = domain(o).get("firmware")
         if fw is not None:

@@ -483,6 +483,28 @@ static void check_common(struct json_object *review, struct answer *a, const str
 		}
 	}
 	assert_int_equal(ns, 1);
+	/* The lifecycle events' sources (issue 31), each once, in the same folder:
+	 * KubeVirt's names (descheduler.go:41, types.go:1175, :1419). */
+	static const char *const lc[][2] = {
+		{"eviction-in-progress", "metadata.annotations['descheduler.alpha.kubernetes.io/eviction-in-progress']"},
+		{"eviction-strategy", "metadata.annotations['imds.kubevirt.io/eviction-strategy']"},
+		{"migration-job-uid", "metadata.labels['kubevirt.io/migrationJobUID']"},
+		{"migration-target-ready", "metadata.annotations['kubevirt.io/migration-target-ready-timestamp']"},
+		{"maintenance", "metadata.annotations['imds.kubevirt.io/maintenance']"},
+	};
+	for (size_t k = 0; k < sizeof(lc) / sizeof(lc[0]); k++) {
+		int seen = 0;
+		for (size_t i = 0; i < json_object_array_length(items); i++) {
+			struct json_object *it = json_object_array_get_idx(items, i);
+			if (strcmp(sat(at(it, "path", NULL)), lc[k][0]) == 0) {
+				assert_string_equal(sat(at(it, "fieldRef", "fieldPath", NULL)), lc[k][1]);
+				seen++;
+			}
+		}
+		if (seen != 1)
+			fail_msg("podinfo item %s: %d times, want once", lc[k][0], seen);
+	}
+	assert_string_equal(env_value(c, "IMDS_LIFECYCLE_DIR"), "/var/run/imds/podinfo");
 
 	assert_string_equal(sat(at(pod, "metadata", "annotations", "imds.kubevirt.io/injected", NULL)), "true");
 	/* The pod's own annotations are all still there, unchanged. */
@@ -1144,19 +1166,30 @@ static void test_serial(void **state)
 		assert_int_equal(a.res.kind, cases[i].vm ? ADM_KIND_VM : ADM_KIND_VMI);
 		if (cases[i].want) {
 			/* A VMI also gets imds.kubevirt.io/interfaces (issue 24):
-			 * one masquerade NIC on the pod network in every fixture. */
-			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 2);
+			 * one masquerade NIC on the pod network in every fixture;
+			 * and its spec.evictionStrategy (None in these fixtures,
+			 * as KubeVirt's examples) as imds.kubevirt.io/eviction-strategy
+			 * (issue 31). */
+			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 3);
 			assert_true(has_op_path(a.patch, cases[i].op, cases[i].path));
 			assert_string_equal(vm_serial(a.object, cases[i].vm), cases[i].want);
 			if (!cases[i].vm) {
 				assert_true(has_op_path(a.patch, "add", "/metadata/annotations/imds.kubevirt.io~1interfaces"));
 				assert_string_equal(sat(at(a.object, "metadata", "annotations", "imds.kubevirt.io/interfaces", NULL)),
 						    "default:masquerade:tap0");
+				assert_true(has_op_path(a.patch, "add",
+							"/metadata/annotations/imds.kubevirt.io~1eviction-strategy"));
+				assert_string_equal(sat(at(a.object, "metadata", "annotations",
+							   "imds.kubevirt.io/eviction-strategy", NULL)),
+						    "None");
 			}
 			/* firmware.uuid and the rest stay. */
 			struct json_object *o = dup(a.object);
-			if (!cases[i].vm)
+			if (!cases[i].vm) {
 				json_object_object_del(at(o, "metadata", "annotations", NULL), "imds.kubevirt.io/interfaces");
+				json_object_object_del(at(o, "metadata", "annotations", NULL),
+						       "imds.kubevirt.io/eviction-strategy");
+			}
 			struct json_object *fw = cases[i].vm ? at(o, "spec", "template", "spec", "domain", "firmware", NULL)
 							     : at(o, "spec", "domain", "firmware", NULL);
 			json_object_object_del(fw, "serial");
@@ -1179,6 +1212,54 @@ static void test_serial(void **state)
 			assert_second_pass_clean(&NATIVE, upd, a.object);
 			json_object_put(upd);
 		}
+		answer_free(&a);
+		json_object_put(review);
+	}
+}
+
+/* A VMI's spec.evictionStrategy recorded for the sidecar (issue 31). */
+static void test_eviction_record(void **state)
+{
+	(void)state;
+	static const char path[] = "/metadata/annotations/imds.kubevirt.io~1eviction-strategy";
+	static const struct {
+		const char *name, *strategy, *old; /* NULL: absent */
+		const char *op, *want;            /* op NULL: no operation on the annotation */
+	} cases[] = {
+		{"LiveMigrate recorded", "LiveMigrate", NULL, "add", "LiveMigrate"},
+		{"LiveMigrateIfPossible recorded", "LiveMigrateIfPossible", NULL, "add", "LiveMigrateIfPossible"},
+		{"External recorded", "External", NULL, "add", "External"},
+		{"a stale value replaced", "External", "LiveMigrate", "add", "External"},
+		{"the same value: nothing", "LiveMigrate", "LiveMigrate", NULL, "LiveMigrate"},
+		{"none set: nothing", NULL, NULL, NULL, NULL},
+		{"none set: a user's value removed", NULL, "LiveMigrate", "remove", NULL},
+		{"unknown strategy: a user's value removed", "Sometimes", "LiveMigrate", "remove", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_object *review = fixture("vmi-standalone");
+		struct json_object *spec = at(review, "request", "object", "spec", NULL);
+		struct json_object *anns = at(review, "request", "object", "metadata", "annotations", NULL);
+		json_object_object_del(spec, "evictionStrategy");
+		if (cases[i].strategy)
+			set(spec, "evictionStrategy", json_object_new_string(cases[i].strategy));
+		if (cases[i].old)
+			set(anns, "imds.kubevirt.io/eviction-strategy", json_object_new_string(cases[i].old));
+		struct answer a;
+		run_review(&NATIVE, review, &a);
+		if (a.res.outcome != ADM_PATCHED)
+			fail_msg("%s: %s (%s)", cases[i].name, admission_outcome_name(a.res.outcome), a.res.reason);
+		int add = has_op_path(a.patch, "add", path), rm = has_op_path(a.patch, "remove", path);
+		int want_add = cases[i].op && strcmp(cases[i].op, "add") == 0;
+		int want_rm = cases[i].op && strcmp(cases[i].op, "remove") == 0;
+		if (add != want_add || rm != want_rm)
+			fail_msg("%s: add %d remove %d, want %d %d: %s", cases[i].name, add, rm, want_add, want_rm,
+				 json_object_to_json_string(a.patch));
+		struct json_object *got = at(a.object, "metadata", "annotations", "imds.kubevirt.io/eviction-strategy", NULL);
+		if (cases[i].want)
+			assert_string_equal(sat(got), cases[i].want);
+		else
+			assert_null(got);
+		assert_second_pass_clean(&NATIVE, review, a.object);
 		answer_free(&a);
 		json_object_put(review);
 	}
@@ -2075,6 +2156,7 @@ int main(void)
 		cmocka_unit_test(test_pod_skips),
 		cmocka_unit_test(test_pod_denials),
 		cmocka_unit_test(test_serial),
+		cmocka_unit_test(test_eviction_record),
 		cmocka_unit_test(test_serial_variants),
 		cmocka_unit_test(test_all_fixtures_idempotent),
 		cmocka_unit_test(test_malformed_table),

@@ -1,0 +1,47 @@
+/* events: the lifecycle state (lifecycle.h) in each dialect a guest's tools
+ * already read (docs/sidecar.md, "Lifecycle events"):
+ *   ours   GET /v1/lifecycle: {"state","since","migrationUID","reason"}
+ *   GCE    GET /computeMetadata/v1/instance/maintenance-event: NONE,
+ *          MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE, and
+ *          the instance/ keys its clients read first (id, name, hostname,
+ *          zone); the route rule ROUTE_FLAVOR asks Metadata-Flavor: Google
+ *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
+ *          StartRequests, and the compute document of /metadata/instance
+ *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
+ *          (ec2.c calls ev_ec2_meta).
+ * Every handler's state is the instance (instance.h). */
+#ifndef IMDS_EVENTS_H
+#define IMDS_EVENTS_H
+
+#include <stddef.h>
+
+#include "call.h"
+#include "instance.h"
+#include "sbuf.h"
+
+void ev_lifecycle(struct call *c);
+
+void ev_gce_maintenance(struct call *c);
+void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostname,zone} */
+void ev_gce_not_found(struct call *c);
+
+/* Each checks api-version first: missing or not one Azure serves for the
+ * path, a 400 naming it. */
+void ev_azure_events(struct call *c);       /* GET and POST */
+void ev_azure_instance(struct call *c);
+
+/* The body of an acknowledgement, {"StartRequests":[{"EventId":"<id>"}...]}
+ * (spans into the body).  0, or -1 with the reason in err. */
+#define EV_ACK_MAX 16
+struct ev_ack {
+	const char *id[EV_ACK_MAX];
+	size_t idn[EV_ACK_MAX];
+	unsigned n;
+};
+int ev_azure_parse_ack(const char *p, size_t n, struct ev_ack *out, char *err, size_t errlen);
+
+/* meta-data/<p> of the EC2 tree for the events keys: 1 with the answer in
+ * b, 0 when p is not one of them (or spot/ with nothing pending). */
+int ev_ec2_meta(struct instance *in, const char *p, size_t n, struct sbuf *b);
+
+#endif
