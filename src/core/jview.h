@@ -1,5 +1,8 @@
-/* jview: a read-only view of one JSON text (RFC 8259), for reading an
- * AdmissionReview without building a DOM of it.
+/* jview: a read-only view of one JSON text (RFC 8259), the project's one
+ * JSON reader: the webhook's AdmissionReview, the sidecar's custom
+ * meta-data (metajson.c), Multus' network-status (netstatus.c) and a JWT's
+ * claims (jwt.c) are all read with it.  Nothing but libc: the static
+ * sidecar links it too.
  *
  * jv_parse() makes one strict, validating pass over the bytes and fills a
  * flat array of nodes, one per value and one per member name, in document

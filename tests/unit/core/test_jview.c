@@ -1,4 +1,4 @@
-/* jview: the webhook's JSON reader.  Tables of raw texts it must accept
+/* jview: the JSON reader of src/core.  Tables of raw texts it must accept
  * and refuse (RFC 8259, strictly), every truncated prefix of valid texts,
  * string decoding (escapes, surrogates, UTF-8) read back byte-exact and
  * checked against json-c, the fast string scan with a special byte at
@@ -444,5 +444,5 @@ int main(void)
 		cmocka_unit_test(test_lookup_and_iteration),
 		cmocka_unit_test(test_limits),
 	};
-	return cmocka_run_group_tests_name("webhook jview", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("core jview", tests, NULL, NULL);
 }
