@@ -48,6 +48,7 @@ struct jv_node {
 #define JV_F_ESCAPED 1 /* a string with backslash escapes */
 #define JV_F_INTEGER 2 /* a number with no fraction and no exponent */
 #define JV_F_TRUE 4    /* the boolean true */
+#define JV_F_LONE_SURROGATE 8 /* a string with an escaped lone surrogate (read as U+FFFD) */
 
 struct jv {
 	/* Limits, set before jv_parse (0: JV_MAX_DEPTH, 1 << 20 nodes). */

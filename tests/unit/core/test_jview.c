@@ -207,6 +207,9 @@ static void test_string_decoding(void **state)
 		assert_int_equal(jv_str(&v, 0, &p, &n), 0);
 		assert_int_equal(n, cases[i].wn);
 		assert_memory_equal(p, cases[i].want, n);
+		/* A lone surrogate is flagged (no case has a raw U+FFFD). */
+		assert_int_equal(!!(v.nodes[0].flags & JV_F_LONE_SURROGATE),
+				 memmem(cases[i].want, cases[i].wn, "\xef\xbf\xbd", 3) != NULL);
 		/* Read twice: the same decoded bytes, not decoded again. */
 		const char *p2;
 		assert_int_equal(jv_str(&v, 0, &p2, &n), 0);
