@@ -84,7 +84,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
-WH_FUZZ := $(B)/fuzz/fuzz_admission $(B)/fuzz/fuzz_jview
+WH_FUZZ := $(B)/fuzz/fuzz_admission
 CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces
 
 .PHONY: all server webhook build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
@@ -171,6 +171,11 @@ $(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a -lcmocka
 
+# test_jview: the core alone, and json-c as the oracle the reader is held against.
+$(B)/tests/test_jview: tests/unit/core/test_jview.c $(B)/libcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(B)/libcore.a -ljson-c -lcmocka
+
 # The admission module without TLS, for tests/integration/webhook_patch.sh.
 $(B)/tests/admission_cli: tests/lib/admission_cli.c $(WH_LIBS)
 	@mkdir -p $(@D)
@@ -192,6 +197,11 @@ $(WH_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(WH_LIBS)
 $(CORE_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(B)/libcore.a $(B)/libllhttp.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a
+# The core's JSON reader held against json-c, its oracle (linked only here and
+# in test_jview: the core itself needs nothing but libc).
+$(B)/fuzz/fuzz_jview: tests/fuzz/fuzz_jview.c $(B)/libcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(B)/libcore.a -ljson-c
 $(B)/fuzz/%: tests/fuzz/%.c $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(SC_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)

@@ -4,18 +4,111 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "addr.h"
-#include "http_conn.h"
+#include "blob.h"
 #include "log.h"
+#include "loop.h"
 #include "sbuf.h"
+
+/* Timeout lists.  Every connection is on exactly one; since all entries of a
+ * list share one duration, appending keeps each list sorted by deadline and
+ * the earliest deadline is always a list head: O(1) timeouts, no heap. */
+enum conn_list { L_READING, L_IDLE, L_WRITING, L_LINGER, L_PARKED, L_COUNT };
+
+struct conn {
+	int fd;
+	struct http_server *srv;
+	void *tr;               /* transport state (TLS), NULL for plain */
+	int want;               /* what the transport waits for to go on reading */
+	enum conn_list list;
+	struct conn *prev, *next;
+	uint64_t deadline;
+	int started;            /* bytes of the current request seen */
+	uint64_t req_us;        /* when the current request's bytes began */
+	int close_after;        /* close once output drains */
+	int linger;             /* ... and drain input first (after an error answer) */
+	int lingering;          /* answered; reading and dropping input until EOF */
+	size_t lingered;        /* bytes dropped so far */
+	int parked;             /* its request waits (res->park), held in `in` */
+	int park_expired;       /* ... and its wait is over */
+	uint64_t park_deadline; /* ms */
+	unsigned park_answers;  /* waits answered on this connection (park_release) */
+	uint64_t park_tag;      /* the handler's note (res->park_tag) */
+	char *in;               /* held input: partial or pipelined requests */
+	size_t in_len, in_cap;
+	char *out;              /* unsent response bytes */
+	size_t out_len, out_off;
+	struct blob *blob;      /* unsent body held by reference */
+	size_t blob_off;
+	struct sockaddr_storage peer;
+};
+
+struct listener {
+	int fd;
+	struct listener *next;
+};
+
+struct clist {
+	struct conn *head, *tail;
+};
+
+struct http_server {
+	struct loop *loop;
+	const struct http_transport *tr;
+	struct http_limits lim;
+	http_handler *handler;
+	http_logger *logger;
+	void *ud;
+	struct listener *listeners;
+	uint64_t accept_paused_until; /* 0: accepting */
+	int fd_starved;         /* an EMFILE episode is going on (logged once) */
+	struct clist lists[L_COUNT];
+	unsigned nconns;
+	unsigned nparked;
+	int timer_fd;
+	uint64_t timer_at;
+	int draining;
+	void (*drained)(void *);
+	void *drained_ud;
+	struct http_parser *parser;
+	struct http_request req; /* the one being handled: requests go one at a time */
+	struct http_response res;
+	char *scratch;
+	size_t scratch_cap;
+	char head[1024];
+	time_t date_sec;
+	char date[40];
+};
+
+/* Defined below; the waiting requests (res->park) are at the end of the
+ * file.  Steps that may free the connection return 1 while it lives and 0
+ * once it is freed (see below). */
+static void conn_free(struct http_server *s, struct conn *c);
+static ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, size_t len);
+static int conn_hold(struct conn *c, const char *data, size_t len, size_t cap);
+static int conn_settle(struct http_server *s, struct conn *c);
+static size_t conn_in_cap_limit(const struct http_server *s);
+/* The handler asked c's request to wait park_ms (counted from its first park). */
+static void park_hold(struct http_server *s, struct conn *c, unsigned park_ms);
+/* c's request was answered: it waits no more. */
+static void park_release(struct http_server *s, struct conn *c);
+/* Runs the waiting requests whose deadline passed once more, expired (the
+ * handler must answer).  The earliest deadline still ahead, or 0. */
+static uint64_t park_expire(struct http_server *s, uint64_t now);
+/* Answers every waiting request now (SIGTERM). */
+static void park_drain(struct http_server *s);
 
 /* One convention for the connection steps below: a step that may free the
  * connection returns 1 while it lives and 0 once it is freed (the caller
@@ -149,7 +242,7 @@ static void conn_move(struct http_server *s, struct conn *c, enum conn_list to, 
 
 static void accept_resume(struct http_server *s);
 
-void conn_free(struct http_server *s, struct conn *c)
+static void conn_free(struct http_server *s, struct conn *c)
 {
 	loop_del(s->loop, c->fd, LOOP_READABLE | LOOP_WRITABLE);
 	if (c->parked)
@@ -394,7 +487,7 @@ static int respond_error(struct http_server *s, struct conn *c, int status, cons
 
 /* Handles the requests in data[0..len).  Returns the bytes consumed, or -1
  * when the connection must be dropped at once. */
-ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, size_t len)
+static ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, size_t len)
 {
 	size_t off = 0;
 	while (off < len && !c->close_after && !c->out && !c->blob) {
@@ -442,7 +535,7 @@ ssize_t conn_process(struct http_server *s, struct conn *c, const char *data, si
 }
 
 /* Keeps data[0..len) as held input of c (data may be c->in itself). */
-int conn_hold(struct conn *c, const char *data, size_t len, size_t cap)
+static int conn_hold(struct conn *c, const char *data, size_t len, size_t cap)
 {
 	if (len == 0) {
 		free(c->in);
@@ -519,7 +612,7 @@ done:
 
 /* After I/O: put c on the list its state asks for, or close it. */
 /* Returns 1 while c lives, 0 once it was freed. */
-int conn_settle(struct http_server *s, struct conn *c)
+static int conn_settle(struct http_server *s, struct conn *c)
 {
 	uint64_t now = loop_now_ms(s->loop);
 	if (c->out || c->blob) {
@@ -570,7 +663,7 @@ int conn_settle(struct http_server *s, struct conn *c)
 	return 1;
 }
 
-size_t conn_in_cap_limit(const struct http_server *s)
+static size_t conn_in_cap_limit(const struct http_server *s)
 {
 	return s->lim.max_head + s->lim.max_body + 1;
 }
@@ -1008,4 +1101,96 @@ int http_listen_addr(const char *addr, int backlog, char *err, size_t errlen)
 		return r;
 	}
 	return fd;
+}
+
+/* ---- requests that wait (res->park) ----------------------------------------
+ *
+ * A waiting request keeps its connection and its bytes, held unconsumed in
+ * the connection's input, and nothing else; it sits on the L_PARKED list,
+ * sorted by deadline like every list.  http_server_wake() runs the handler
+ * on every waiting request again; at its deadline a request is run once
+ * more with req->park_expired set, and the handler must answer then. */
+
+static void park_hold(struct http_server *s, struct conn *c, unsigned park_ms)
+{
+	if (!c->parked) {
+		c->parked = 1;
+		c->park_deadline = loop_now_ms(s->loop) + park_ms;
+		s->nparked++;
+	}
+	c->park_expired = 0;
+}
+
+static void park_release(struct http_server *s, struct conn *c)
+{
+	if (c->parked) {
+		c->parked = 0;
+		c->park_expired = 0;
+		c->park_answers++;
+		s->nparked--;
+	}
+}
+
+/* Runs a waiting request again.  1 while c lives, 0 once freed. */
+static int unpark(struct http_server *s, struct conn *c)
+{
+	ssize_t used = conn_process(s, c, c->in, c->in_len);
+	if (used < 0) {
+		conn_free(s, c);
+		return 0;
+	}
+	if (!c->close_after && conn_hold(c, c->in + used, c->in_len - (size_t)used,
+				    conn_in_cap_limit(s) + s->scratch_cap) < 0) {
+		conn_free(s, c);
+		return 0;
+	}
+	if (c->close_after)
+		conn_hold(c, NULL, 0, 0);
+	return conn_settle(s, c);
+}
+
+/* Runs c's expired wait once more: the handler must answer it now.  A
+ * connection still waiting on that same request is dropped; one whose next
+ * pipelined request started a wait of its own keeps it. */
+static void expire_one(struct http_server *s, struct conn *c)
+{
+	unsigned answers = c->park_answers;
+	c->park_expired = 1;
+	if (unpark(s, c) && c->parked && c->park_answers == answers)
+		conn_free(s, c); /* the handler must answer once expired */
+}
+
+void http_server_wake(struct http_server *s)
+{
+	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
+		nx = c->next;
+		unpark(s, c);
+	}
+}
+
+unsigned http_server_parked(const struct http_server *s)
+{
+	return s->nparked;
+}
+
+static uint64_t park_expire(struct http_server *s, uint64_t now)
+{
+	uint64_t next = 0;
+	for (struct conn *c = s->lists[L_PARKED].head, *nx; c; c = nx) {
+		nx = c->next;
+		if (c->deadline <= now) {
+			expire_one(s, c);
+		} else if (!next || c->deadline < next) {
+			next = c->deadline;
+		}
+	}
+	return next;
+}
+
+static void park_drain(struct http_server *s)
+{
+	for (struct conn *w = s->lists[L_PARKED].head, *nx; w; w = nx) {
+		nx = w->next;
+		expire_one(s, w);
+	}
 }

@@ -1,4 +1,6 @@
 #include "jwt.h"
+
+#include "jview.h"
 #include "sbuf.h"
 
 #include <errno.h>
@@ -38,238 +40,56 @@ int jwt_b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, 
 	return 0;
 }
 
-/* ---- a minimal JSON walker ------------------------------------------------ */
+/* Claims nest at most this deep, the top-level object included. */
+#define CLAIMS_MAX_DEPTH 32
 
-struct jw {
-	const char *p, *end;
-	int depth;
-};
-
-#define JW_MAX_DEPTH 32
-
-static void ws(struct jw *j)
+/* A NumericDate's raw JSON number (checked by the reader): its whole
+ * seconds, or -ERANGE when negative, written with an exponent (legal JSON,
+ * but no issuer writes it: out of range rather than a guess) or past
+ * JWT_MAX_TIME.  A fraction is truncated. */
+static int numeric_date(const char *p, size_t n, int64_t *out)
 {
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-		j->p++;
-}
-
-/* A string at j->p; its unescaped bytes go to key (cut at keycap, with
- * *keylen set to the full length) when key is given. */
-static int str(struct jw *j, char *key, size_t keycap, size_t *keylen)
-{
-	if (j->p >= j->end || *j->p != '"')
-		return -EINVAL;
-	j->p++;
-	size_t k = 0;
-	while (j->p < j->end) {
-		unsigned char c = (unsigned char)*j->p++;
-		if (c == '"') {
-			if (keylen)
-				*keylen = k;
-			return 0;
-		}
-		if (c < 0x20)
-			return -EINVAL;
-		if (c == '\\') {
-			if (j->p >= j->end)
-				return -EINVAL;
-			char e = *j->p++;
-			switch (e) {
-			case '"': case '\\': case '/': c = (unsigned char)e; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			case 'u': {
-				if (j->end - j->p < 4)
-					return -EINVAL;
-				unsigned u = 0;
-				for (int i = 0; i < 4; i++) {
-					int h = sbuf_hexval(j->p[i]);
-					if (h < 0)
-						return -EINVAL;
-					u = u << 4 | (unsigned)h;
-				}
-				j->p += 4;
-				/* Only key comparison needs the value; anything outside
-				 * ASCII can never equal "exp", so mark it as such. */
-				c = u < 0x80 ? (unsigned char)u : 0xff;
-				break;
-			}
-			default:
-				return -EINVAL;
-			}
-		}
-		if (key && k < keycap)
-			key[k] = (char)c;
-		k++;
-	}
-	return -EINVAL;
-}
-
-static int value(struct jw *j);
-
-static int number(struct jw *j, int64_t *out, int *range)
-{
-	int neg = 0;
-	if (j->p < j->end && *j->p == '-') {
-		neg = 1;
-		j->p++;
-	}
-	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-		return -EINVAL;
-	if (*j->p == '0' && j->p + 1 < j->end && j->p[1] >= '0' && j->p[1] <= '9')
-		return -EINVAL; /* leading zeros are not JSON */
+	if (p[0] == '-' || memchr(p, 'e', n) || memchr(p, 'E', n))
+		return -ERANGE;
 	int64_t v = 0;
-	int big = 0;
-	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-		if (v > (JWT_MAX_TIME + 1) / 10 + 1)
-			big = 1;
-		else
-			v = v * 10 + (*j->p - '0');
-		j->p++;
+	for (size_t i = 0; i < n && p[i] != '.'; i++) {
+		v = v * 10 + (p[i] - '0');
+		if (v > JWT_MAX_TIME)
+			return -ERANGE;
 	}
-	if (j->p < j->end && *j->p == '.') {
-		j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return -EINVAL;
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	int has_exp = 0;
-	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
-		has_exp = 1;
-		j->p++;
-		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
-			j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return -EINVAL;
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	if (out) {
-		/* NumericDate with an exponent is legal JSON but no issuer writes
-		 * it; treat it as out of range rather than guess. */
-		*range = neg || big || has_exp || v > JWT_MAX_TIME;
-		*out = v;
-	}
+	*out = v;
 	return 0;
-}
-
-static int literal(struct jw *j, const char *lit)
-{
-	size_t n = strlen(lit);
-	if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0)
-		return -EINVAL;
-	j->p += n;
-	return 0;
-}
-
-static int container(struct jw *j, char close)
-{
-	if (++j->depth > JW_MAX_DEPTH)
-		return -EINVAL;
-	j->p++;
-	ws(j);
-	if (j->p < j->end && *j->p == close) {
-		j->p++;
-		j->depth--;
-		return 0;
-	}
-	for (;;) {
-		int r;
-		if (close == '}') {
-			if ((r = str(j, NULL, 0, NULL)) < 0)
-				return r;
-			ws(j);
-			if (j->p >= j->end || *j->p++ != ':')
-				return -EINVAL;
-		}
-		if ((r = value(j)) < 0)
-			return r;
-		ws(j);
-		if (j->p >= j->end)
-			return -EINVAL;
-		char c = *j->p++;
-		if (c == close)
-			break;
-		if (c != ',')
-			return -EINVAL;
-		ws(j);
-	}
-	j->depth--;
-	return 0;
-}
-
-static int value(struct jw *j)
-{
-	ws(j);
-	if (j->p >= j->end)
-		return -EINVAL;
-	switch (*j->p) {
-	case '{': return container(j, '}');
-	case '[': return container(j, ']');
-	case '"': return str(j, NULL, 0, NULL);
-	case 't': return literal(j, "true");
-	case 'f': return literal(j, "false");
-	case 'n': return literal(j, "null");
-	default: return number(j, NULL, NULL);
-	}
 }
 
 int jwt_claims_exp(const char *json, size_t n, int64_t *exp)
 {
-	struct jw j = {json, json + n, 1};
-	int found = 0, range = 0;
-	int64_t v = 0;
-	ws(&j);
-	if (j.p >= j.end || *j.p != '{')
-		return -EINVAL;
-	j.p++;
-	ws(&j);
-	if (j.p < j.end && *j.p == '}') {
-		j.p++;
-	} else {
-		for (;;) {
-			char key[4];
-			size_t klen = 0;
-			int r = str(&j, key, sizeof(key), &klen);
-			if (r < 0)
-				return r;
-			ws(&j);
-			if (j.p >= j.end || *j.p++ != ':')
-				return -EINVAL;
-			ws(&j);
-			if (klen == 3 && memcmp(key, "exp", 3) == 0) {
-				if (found)
-					return -EINVAL; /* two exps: which one? */
-				found = 1;
-				if (number(&j, &v, &range) < 0)
-					return -EINVAL;
-			} else if ((r = value(&j)) < 0) {
-				return r;
-			}
-			ws(&j);
-			if (j.p >= j.end)
-				return -EINVAL;
-			char c = *j.p++;
-			if (c == '}')
-				break;
-			if (c != ',')
-				return -EINVAL;
-			ws(&j);
+	struct jv v = {.max_depth = CLAIMS_MAX_DEPTH};
+	uint32_t found = JV_NONE;
+	int r = jv_parse(&v, json, n, NULL, 0);
+	if (r == -E2BIG || (r == 0 && jv_type(&v, 0) != JV_OBJECT))
+		r = -EINVAL;
+	for (uint32_t k = r == 0 ? jv_first(&v, 0) : JV_NONE; k != JV_NONE; k = jv_next(&v, 0, k)) {
+		if (!jv_str_eq(&v, k, "exp", 3))
+			continue;
+		if (found != JV_NONE) {
+			r = -EINVAL; /* two exps: which one? */
+			break;
 		}
+		found = k + 1;
 	}
-	ws(&j);
-	if (j.p != j.end)
-		return -EINVAL;
-	if (!found)
-		return -ENOENT;
-	if (range)
-		return -ERANGE;
-	*exp = v;
-	return 0;
+	if (r == 0 && found == JV_NONE) {
+		r = -ENOENT;
+	} else if (r == 0 && jv_type(&v, found) != JV_NUMBER) {
+		r = -EINVAL;
+	} else if (r == 0) {
+		size_t len;
+		const char *raw = jv_raw(&v, found, &len);
+		int64_t t = 0;
+		if ((r = numeric_date(raw, len, &t)) == 0)
+			*exp = t;
+	}
+	jv_free(&v);
+	return r;
 }
 
 int jwt_exp(const char *token, size_t n, int64_t *exp)

@@ -2,8 +2,9 @@
  *
  * The sidecar does not validate tokens (the API server that issued it and
  * whoever receives it do); it only reports `exp` as an RFC 3339 time so a
- * guest knows when to come back.  Pure functions over bytes, no allocation,
- * no NUL termination assumed. */
+ * guest knows when to come back.  Functions over bytes, no NUL termination
+ * assumed; the claims are read with the core's JSON reader (jview.h), which
+ * allocates its nodes. */
 #ifndef IMDS_JWT_H
 #define IMDS_JWT_H
 
@@ -19,9 +20,10 @@
 int jwt_b64url_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *outlen);
 
 /* The top-level "exp" claim of a JSON object.  0; -ENOENT when absent;
- * -EINVAL when the JSON is malformed, nested past 32, or exp is not a
- * number (or appears twice); -ERANGE when exp is negative or past
- * JWT_MAX_TIME.  A fractional exp is truncated. */
+ * -EINVAL when the JSON is malformed (strict RFC 8259: UTF-8 in strings
+ * too), nested past 32, or exp is not a number (or appears twice); -ERANGE
+ * when exp is negative, has an exponent or is past JWT_MAX_TIME; -ENOMEM.
+ * A fractional exp is truncated. */
 int jwt_claims_exp(const char *json, size_t n, int64_t *exp);
 
 /* exp of a compact JWT (header.payload.signature).  Errors as above. */

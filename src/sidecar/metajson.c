@@ -6,191 +6,77 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbuf.h"
-#include "utf8.h"
+#include "jview.h"
 
-struct parser {
-	const char *s;
-	size_t n, i;
-	char *o; /* the next free byte of the store */
-	char *err;
-	size_t errlen;
-};
-
-static int fail(struct parser *p, const char *what)
+/* Copies string node i, decoded, into the store (NUL-terminated). */
+static int keep(struct jv *v, uint32_t i, char **o, const char **out, size_t *outlen)
 {
-	snprintf(p->err, p->errlen, "%s at byte %zu", what, p->i);
-	return -EINVAL;
-}
-
-static void ws(struct parser *p)
-{
-	while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' ||
-			       p->s[p->i] == '\r'))
-		p->i++;
-}
-
-static int hex4(struct parser *p, uint32_t *v)
-{
-	if (p->n - p->i < 4)
-		return -1;
-	*v = 0;
-	for (int k = 0; k < 4; k++) {
-		int h = sbuf_hexval(p->s[p->i + (size_t)k]);
-		if (h < 0)
-			return -1;
-		*v = *v << 4 | (uint32_t)h;
-	}
-	p->i += 4;
-	return 0;
-}
-
-/* A string at p->i, decoded into the store (NUL-terminated). */
-static int string(struct parser *p, const char **out, size_t *outlen)
-{
-	if (p->i >= p->n || p->s[p->i] != '"')
-		return fail(p, "expected a string");
-	p->i++;
-	char *start = p->o;
-	for (;;) {
-		if (p->i >= p->n)
-			return fail(p, "unterminated string");
-		unsigned char c = (unsigned char)p->s[p->i];
-		if (c == '"') {
-			p->i++;
-			break;
-		}
-		if (c < 0x20)
-			return fail(p, "control character in a string");
-		if (c != '\\') {
-			*p->o++ = (char)c;
-			p->i++;
-			continue;
-		}
-		if (++p->i >= p->n)
-			return fail(p, "unterminated escape");
-		char e = p->s[p->i++];
-		const char *simple = strchr("\"\\/bfnrt", e);
-		if (e && simple) {
-			static const char to[] = "\"\\/\b\f\n\r\t";
-			*p->o++ = to[simple - "\"\\/bfnrt"];
-			continue;
-		}
-		if (e != 'u')
-			return fail(p, "bad escape");
-		uint32_t cp, lo;
-		if (hex4(p, &cp) < 0)
-			return fail(p, "bad \\u escape");
-		/* A lone surrogate reads as U+FFFD, as Go (the API server) and the
-		 * webhook's reader take it: both sides see the same text. */
-		if (cp >= 0xdc00 && cp <= 0xdfff)
-			cp = 0xfffd;
-		if (cp >= 0xd800 && cp <= 0xdbff) {
-			size_t at = p->i;
-			if (p->n - p->i >= 6 && p->s[p->i] == '\\' && p->s[p->i + 1] == 'u') {
-				p->i += 2;
-				if (hex4(p, &lo) < 0)
-					return fail(p, "bad \\u escape");
-				if (lo >= 0xdc00 && lo <= 0xdfff) {
-					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				} else {
-					cp = 0xfffd;
-					p->i = at; /* the next escape stands on its own */
-				}
-			} else {
-				cp = 0xfffd;
-			}
-		}
-		p->o += utf8_put(cp, p->o);
-	}
-	*p->o++ = '\0';
-	*out = start;
-	*outlen = (size_t)(p->o - start - 1);
+	const char *p;
+	size_t n;
+	if (jv_str(v, i, &p, &n) < 0)
+		return -ENOMEM;
+	memcpy(*o, p, n);
+	(*o)[n] = '\0';
+	*out = *o;
+	*outlen = n;
+	*o += n + 1;
 	return 0;
 }
 
 int metajson_parse(const char *s, size_t n, struct metajson *out, char *err, size_t errlen)
 {
-	struct parser p = {.s = s, .n = n, .err = err, .errlen = errlen};
+	struct jv v = {0};
+	int r;
 	memset(out, 0, sizeof(*out));
-	if (utf8_valid(s, n) < 0) {
-		snprintf(err, errlen, "not UTF-8");
-		return -EINVAL;
+	if ((r = jv_parse(&v, s, n, err, errlen)) < 0)
+		goto bad;
+	if (jv_type(&v, 0) != JV_OBJECT) {
+		snprintf(err, errlen, "expected a JSON object at byte %u", v.nodes[0].off);
+		r = -EINVAL;
+		goto bad;
+	}
+	if (v.nodes[0].n > METAJSON_MAX_KEYS) {
+		snprintf(err, errlen, "more than %d keys", METAJSON_MAX_KEYS);
+		r = -EINVAL;
+		goto bad;
 	}
 	/* Decoding never lengthens a string (\uXXXX: 6 bytes in, 3 out at
 	 * most; a pair 12 in, 4 out), and each string adds one NUL. */
 	out->store = malloc(n + n / 2 + 2);
 	out->kv = calloc(METAJSON_MAX_KEYS, sizeof(*out->kv));
 	if (!out->store || !out->kv) {
-		metajson_free(out);
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p.o = out->store;
-	int r;
-	ws(&p);
-	if (p.i >= p.n || s[p.i] != '{') {
-		r = fail(&p, "expected a JSON object");
+		r = -ENOMEM;
 		goto bad;
 	}
-	p.i++;
-	ws(&p);
-	if (p.i < p.n && s[p.i] == '}') {
-		p.i++;
-	} else {
-		for (;;) {
-			struct metakv kv;
-			ws(&p);
-			if ((r = string(&p, &kv.k, &kv.kn)) < 0)
-				goto bad;
-			for (size_t j = 0; j < out->n; j++) {
-				const struct metakv *e = &out->kv[j];
-				if (e->k && e->kn == kv.kn && memcmp(e->k, kv.k, kv.kn) == 0) {
-					snprintf(err, errlen, "key \"%.64s\" appears twice", kv.k);
-					r = -EINVAL;
-					goto bad;
-				}
-			}
-			ws(&p);
-			if (p.i >= p.n || s[p.i] != ':') {
-				r = fail(&p, "expected ':'");
-				goto bad;
-			}
-			p.i++;
-			ws(&p);
-			if (p.i >= p.n || s[p.i] != '"') {
-				snprintf(err, errlen, "the value of \"%.64s\" is not a string", kv.k);
+	char *o = out->store;
+	for (uint32_t k = jv_first(&v, 0); k != JV_NONE; k = jv_next(&v, 0, k)) {
+		struct metakv kv;
+		if ((r = keep(&v, k, &o, &kv.k, &kv.kn)) < 0)
+			goto oom;
+		for (size_t j = 0; j < out->n; j++) {
+			const struct metakv *e = &out->kv[j];
+			if (e->kn == kv.kn && memcmp(e->k, kv.k, kv.kn) == 0) {
+				snprintf(err, errlen, "key \"%.64s\" appears twice", kv.k);
 				r = -EINVAL;
 				goto bad;
 			}
-			if ((r = string(&p, &kv.v, &kv.vn)) < 0)
-				goto bad;
-			if (out->n == METAJSON_MAX_KEYS) {
-				snprintf(err, errlen, "more than %d keys", METAJSON_MAX_KEYS);
-				r = -EINVAL;
-				goto bad;
-			}
-			out->kv[out->n++] = kv;
-			ws(&p);
-			if (p.i < p.n && s[p.i] == ',') {
-				p.i++;
-				continue;
-			}
-			if (p.i < p.n && s[p.i] == '}') {
-				p.i++;
-				break;
-			}
-			r = fail(&p, "expected ',' or '}'");
+		}
+		if (jv_type(&v, k + 1) != JV_STRING) {
+			snprintf(err, errlen, "the value of \"%.64s\" is not a string", kv.k);
+			r = -EINVAL;
 			goto bad;
 		}
+		if ((r = keep(&v, k + 1, &o, &kv.v, &kv.vn)) < 0)
+			goto oom;
+		out->kv[out->n++] = kv;
 	}
-	ws(&p);
-	if (p.i != p.n) {
-		r = fail(&p, "text after the object");
-		goto bad;
-	}
+	jv_free(&v);
 	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
 bad:
+	jv_free(&v);
 	metajson_free(out);
 	return r;
 }

@@ -1,7 +1,8 @@
 /* metajson: the custom meta-data of imds.kubevirt.io/meta-data, a JSON
  * object whose values are all strings (the webhook checked it; the sidecar
  * reads the downward-API file, IMDS_META_DATA_FILE, and checks again).
- * Keys keep their order; escapes are decoded to UTF-8. */
+ * Read with the core's jview.h; keys keep their order and are copied,
+ * decoded to UTF-8, into one store. */
 #ifndef IMDS_METAJSON_H
 #define IMDS_METAJSON_H
 

@@ -6,9 +6,9 @@
  * The document is a JSON array of objects; of each, "name" (the network,
  * "namespace/nad" or the default network's), "interface" (the pod's),
  * "mac", the first IPv4 of "ips" and "default" are kept; every other member
- * is skipped whatever its value.  Strict RFC 8259 (what Multus writes),
- * nesting capped, fixed caps on what is kept: bytes in, a table out, no
- * allocation. */
+ * is skipped whatever its value.  Strict RFC 8259 (what Multus writes; read
+ * with the core's jview.h), an escaped lone surrogate refused, nesting
+ * capped, fixed caps on what is kept: bytes in, a table out. */
 #ifndef IMDS_NETSTATUS_H
 #define IMDS_NETSTATUS_H
 
@@ -34,8 +34,8 @@ struct netstatus {
 	struct netstatus_nic nic[NETSTATUS_MAX_NICS];
 };
 
-/* Parses s[0..n).  0, or -EINVAL with the reason and its byte offset in err
- * (out is then empty).  An interface past NETSTATUS_MAX_NICS, a name or
+/* Parses s[0..n).  0, or -EINVAL (-ENOMEM) with the reason and its byte
+ * offset in err (out is then empty).  An interface past NETSTATUS_MAX_NICS, a name or
  * interface longer than its cap, a "mac" that is not six hex pairs joined
  * by ':' or an "ips" entry that is not an address are refused: a partial
  * picture of the VM's network is worse than none. */

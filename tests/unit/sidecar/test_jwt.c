@@ -312,6 +312,10 @@ static void test_claims_table(void **state)
 		{"bad hex \\u", LIT("{\"a\":\"\\u12g4\"}"), -EINVAL, 0},
 		{"raw newline in string", LIT("{\"a\":\"x\ny\",\"exp\":1}"), -EINVAL, 0},
 		{"raw NUL in key", LIT("{\"ex\0\":1}"), -EINVAL, 0},
+		/* Strict RFC 8259 (§8.1): a JSON text is UTF-8, strings too. */
+		{"not UTF-8 in a string", LIT("{\"a\":\"\xff\",\"exp\":1}"), -EINVAL, 0},
+		{"overlong UTF-8 in a key", LIT("{\"\xc0\xaf\":1,\"exp\":1}"), -EINVAL, 0},
+		{"UTF-8 in a string", LIT("{\"a\":\"\xc3\xa9\",\"exp\":1}"), 0, 1},
 		{"array missing comma", LIT("{\"a\":[1 2],\"exp\":1}"), -EINVAL, 0},
 		{"array trailing comma", LIT("{\"a\":[1,],\"exp\":1}"), -EINVAL, 0},
 		{"object key only", LIT("{\"a\":{\"b\"},\"exp\":1}"), -EINVAL, 0},

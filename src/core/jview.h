@@ -1,5 +1,8 @@
-/* jview: a read-only view of one JSON text (RFC 8259), for reading an
- * AdmissionReview without building a DOM of it.
+/* jview: a read-only view of one JSON text (RFC 8259), the project's one
+ * JSON reader: the webhook's AdmissionReview, the sidecar's custom
+ * meta-data (metajson.c), Multus' network-status (netstatus.c) and a JWT's
+ * claims (jwt.c) are all read with it.  Nothing but libc: the static
+ * sidecar links it too.
  *
  * jv_parse() makes one strict, validating pass over the bytes and fills a
  * flat array of nodes, one per value and one per member name, in document
@@ -45,6 +48,7 @@ struct jv_node {
 #define JV_F_ESCAPED 1 /* a string with backslash escapes */
 #define JV_F_INTEGER 2 /* a number with no fraction and no exponent */
 #define JV_F_TRUE 4    /* the boolean true */
+#define JV_F_LONE_SURROGATE 8 /* a string with an escaped lone surrogate (read as U+FFFD) */
 
 struct jv {
 	/* Limits, set before jv_parse (0: JV_MAX_DEPTH, 1 << 20 nodes). */

@@ -109,7 +109,8 @@ static int hex4(const char *s, uint32_t *out)
 
 /* The \u escape at s (n bytes there, s[0] == '\\', s[1] == 'u'): its code
  * point and raw length (6, or 12 for a surrogate pair).  A surrogate that
- * is not half of a pair is U+FFFD.  -1 when there are not four hex digits. */
+ * is not half of a pair is U+FFFD, and 1 says so; else 0.  -1 when there
+ * are not four hex digits. */
 static int u_escape(const char *s, size_t n, uint32_t *cp, size_t *raw)
 {
 	uint32_t hi, lo;
@@ -122,11 +123,14 @@ static int u_escape(const char *s, size_t n, uint32_t *cp, size_t *raw)
 		    lo <= 0xdfff) {
 			*cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
 			*raw = 12;
-		} else {
-			*cp = 0xfffd;
+			return 0;
 		}
-	} else if (hi >= 0xdc00 && hi <= 0xdfff) {
 		*cp = 0xfffd;
+		return 1;
+	}
+	if (hi >= 0xdc00 && hi <= 0xdfff) {
+		*cp = 0xfffd;
+		return 1;
 	}
 	return 0;
 }
@@ -237,9 +241,12 @@ static int scan_string(struct scan *sc, size_t *pi, uint32_t k)
 					   s[i + 1] >= 0x20 && s[i + 1] < 0x7f ? s[i + 1] : '?', i);
 			uint32_t cp;
 			size_t raw;
-			if (u_escape((const char *)s + i, len - i, &cp, &raw) < 0)
+			int lone = u_escape((const char *)s + i, len - i, &cp, &raw);
+			if (lone < 0)
 				return len - i < 6 ? ends_inside(sc)
 						   : bad(sc, i, "invalid \\u escape at byte %zu", i);
+			if (lone)
+				flags |= JV_F_LONE_SURROGATE;
 			char tmp[4];
 			shrink += raw - utf8_put(cp, tmp);
 			i += raw;

@@ -1,4 +1,4 @@
-/* jview: the webhook's JSON reader.  Tables of raw texts it must accept
+/* jview: the JSON reader of src/core.  Tables of raw texts it must accept
  * and refuse (RFC 8259, strictly), every truncated prefix of valid texts,
  * string decoding (escapes, surrogates, UTF-8) read back byte-exact and
  * checked against json-c, the fast string scan with a special byte at
@@ -207,6 +207,9 @@ static void test_string_decoding(void **state)
 		assert_int_equal(jv_str(&v, 0, &p, &n), 0);
 		assert_int_equal(n, cases[i].wn);
 		assert_memory_equal(p, cases[i].want, n);
+		/* A lone surrogate is flagged (no case has a raw U+FFFD). */
+		assert_int_equal(!!(v.nodes[0].flags & JV_F_LONE_SURROGATE),
+				 memmem(cases[i].want, cases[i].wn, "\xef\xbf\xbd", 3) != NULL);
 		/* Read twice: the same decoded bytes, not decoded again. */
 		const char *p2;
 		assert_int_equal(jv_str(&v, 0, &p2, &n), 0);
@@ -444,5 +447,5 @@ int main(void)
 		cmocka_unit_test(test_lookup_and_iteration),
 		cmocka_unit_test(test_limits),
 	};
-	return cmocka_run_group_tests_name("webhook jview", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("core jview", tests, NULL, NULL);
 }
