@@ -137,6 +137,8 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->instance_type = env("IMDS_INSTANCE_TYPE");
 	c->zone = env("IMDS_AVAILABILITY_ZONE");
 	c->region = env("IMDS_REGION");
+	c->cloud_init = env("IMDS_CLOUD_INIT");
+	c->cloud_init_dir = env("IMDS_CLOUD_INIT_DIR");
 	c->rate_limit = IMDS_DEFAULT_RATE;
 	c->hop_limit = IMDS_DEFAULT_HOP_LIMIT;
 
@@ -178,6 +180,11 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	if (c->state_dir && c->state_dir[0] != '/') {
 		snprintf(err, errlen, "IMDS_STATE_DIR: must be an absolute path, got '%.100s'",
 			 c->state_dir);
+		return -EINVAL;
+	}
+	if (c->cloud_init_dir && c->cloud_init_dir[0] != '/') {
+		snprintf(err, errlen, "IMDS_CLOUD_INIT_DIR: must be an absolute path, got '%.100s'",
+			 c->cloud_init_dir);
 		return -EINVAL;
 	}
 	if (net_vars(c, err, errlen) < 0)

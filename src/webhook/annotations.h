@@ -29,6 +29,8 @@ struct review;
 #define ANN_HOP_LIMIT ANN "hop-limit"
 #define ANN_SESSION ANN "session"
 #define ANN_INTERFACES ANN "interfaces"
+#define ANN_CLOUD_INIT ANN "cloud-init"
+#define ANN_CLOUD_INIT_DISK ANN "cloud-init-disk"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"

@@ -1144,8 +1144,9 @@ static void test_serial(void **state)
 		assert_int_equal(a.res.kind, cases[i].vm ? ADM_KIND_VM : ADM_KIND_VMI);
 		if (cases[i].want) {
 			/* A VMI also gets imds.kubevirt.io/interfaces (issue 24):
-			 * one masquerade NIC on the pod network in every fixture. */
-			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 2);
+			 * one masquerade NIC on the pod network in every fixture;
+			 * and imds.kubevirt.io/cloud-init (issue 30). */
+			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 3);
 			assert_true(has_op_path(a.patch, cases[i].op, cases[i].path));
 			assert_string_equal(vm_serial(a.object, cases[i].vm), cases[i].want);
 			if (!cases[i].vm) {
@@ -1155,8 +1156,10 @@ static void test_serial(void **state)
 			}
 			/* firmware.uuid and the rest stay. */
 			struct json_object *o = dup(a.object);
-			if (!cases[i].vm)
+			if (!cases[i].vm) {
 				json_object_object_del(at(o, "metadata", "annotations", NULL), "imds.kubevirt.io/interfaces");
+				json_object_object_del(at(o, "metadata", "annotations", NULL), "imds.kubevirt.io/cloud-init");
+			}
 			struct json_object *fw = cases[i].vm ? at(o, "spec", "template", "spec", "domain", "firmware", NULL)
 							     : at(o, "spec", "domain", "firmware", NULL);
 			json_object_object_del(fw, "serial");
