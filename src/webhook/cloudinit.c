@@ -526,6 +526,20 @@ void ci_pod_read(struct review *a, struct str text, struct ci_pod *out)
 		struct str sv = {s, v.n};
 		if (str_is(key, CI_KEY_SOURCE)) {
 			out->source = 1;
+			if (!str_is(sv, "noCloud") && !str_is(sv, "configDrive"))
+				rv_fail(a, RV_DENY, "%s: source: want noCloud or configDrive, got %s", ANN_CLOUD_INIT,
+					rv_shown(sv, q, sizeof(q)));
+		} else if (str_is(key, CI_KEY_USER_DATA) || str_is(key, CI_KEY_NETWORK_DATA)) {
+			/* As the sidecar reads it: canonical, padded, one line. */
+			unsigned char *tmp = malloc(sv.n / 4 * 3 + 3);
+			if (!tmp) {
+				rv_fail(a, RV_NOMEM, "out of memory");
+				goto out;
+			}
+			if (memchr(sv.p, '\n', sv.n) || memchr(sv.p, '\r', sv.n) ||
+			    ci_base64_decode(sv.p, sv.n, tmp) < 0)
+				rv_fail(a, RV_DENY, "%s: %.*s is not base64", ANN_CLOUD_INIT, (int)key.n, key.p);
+			free(tmp);
 		} else if (str_is(key, CI_KEY_USER_DATA_SECRET) || str_is(key, CI_KEY_NETWORK_DATA_SECRET)) {
 			if (!k8s_dns1123_subdomain(sv))
 				rv_fail(a, RV_DENY, "%s: %s is not a Secret name", ANN_CLOUD_INIT,

@@ -487,6 +487,8 @@ static void test_pod(void **state)
 		",\"imds.kubevirt.io/cloud-init\":\"{\\\"a\\\":1}\"",
 		",\"imds.kubevirt.io/cloud-init\":\"{\\\"userDataSecret\\\":\\\"../x\\\"}\"",
 		",\"imds.kubevirt.io/cloud-init\":\"{\\\"sshSecrets\\\":\\\"a,,b\\\"}\"",
+		",\"imds.kubevirt.io/cloud-init\":\"{\\\"source\\\":\\\"disk\\\"}\"",
+		",\"imds.kubevirt.io/cloud-init\":\"{\\\"userData\\\":\\\"YQ\\\"}\"",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pod_review(bad[i], &a);
