@@ -4,6 +4,8 @@ sidecar, compared with the files KubeVirt's own pkg/cloud-init wrote.
 
   kvci.py list                      the case names, one a line
   kvci.py check NAME --admission-cli BIN --server BIN --work DIR
+  kvci.py nocloud-vmi ...           a VMI's annotation and KubeVirt's NoCloud
+                                    files, for vm_boot.sh's continuity boot
 
 For a VMI (or a VM, made into its VMI as virt-controller's SetupVMIFromVM
 does: pkg/virt-controller/watch/vm/vm.go:1867-1896, the legacy UUIDv5 of
@@ -333,10 +335,46 @@ def compare(name, url, nocloud, md_ref):
             bad("NoCloud local-hostname %r" % nc.get("local-hostname"))
 
 
+def nocloud_vmi(a):
+    """A VMI with a cloudInitNoCloud volume whose user data is a Secret
+    (secretRef), through the webhook: writes OUT/cloud-init (the
+    imds.kubevirt.io/cloud-init text the webhook wrote) and OUT/iso/meta-data
+    and OUT/iso/user-data, the files KubeVirt's disk holds for it: meta-data
+    is json.Marshal of NoCloudMetadata (pkg/cloud-init/cloud-init.go:80-85,
+    591: compact, no final newline; no instance-type, no public-keys here),
+    user-data the Secret's bytes (cloud-init.go:318-327)."""
+    vmi = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+           "metadata": {"name": a.name, "namespace": a.namespace,
+                        "annotations": {"imds.kubevirt.io/enabled": "true"}},
+           "spec": {"domain": {"firmware": {"uuid": a.uuid},
+                               "devices": {"disks": [{"name": "root"}, {"name": "cloudinitdisk"}],
+                                           "interfaces": [{"name": "default", "masquerade": {}}]}},
+                    "networks": [{"name": "default", "pod": {}}],
+                    "volumes": [{"name": "root", "containerDisk": {"image": "x"}},
+                                {"name": "cloudinitdisk",
+                                 "cloudInitNoCloud": {"secretRef": {"name": a.secret}}}]}}
+    resp = answer(a.admission_cli, review(vmi, "VirtualMachineInstance"))
+    if not resp.get("allowed"):
+        raise SystemExit("denied: %s" % resp.get("status"))
+    text = patched(vmi, resp)["metadata"]["annotations"]["imds.kubevirt.io/cloud-init"]
+    os.makedirs(os.path.join(a.out, "iso"), exist_ok=True)
+    with open(os.path.join(a.out, "cloud-init"), "w") as f:
+        f.write(text)
+    host = a.name.split(".")[0][:63]
+    with open(os.path.join(a.out, "iso", "meta-data"), "w") as f:
+        f.write(json.dumps({"instance-id": a.uuid, "local-hostname": host}, separators=(",", ":")))
+    with open(a.user_data, "rb") as src, open(os.path.join(a.out, "iso", "user-data"), "wb") as f:
+        f.write(src.read())
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list")
+    n = sub.add_parser("nocloud-vmi")
+    for k in ("--admission-cli", "--name", "--namespace", "--uuid", "--secret", "--user-data", "--out"):
+        n.add_argument(k, required=True)
     c = sub.add_parser("check")
     c.add_argument("name")
     c.add_argument("--admission-cli", required=True)
@@ -346,6 +384,8 @@ def main():
     if a.cmd == "list":
         print("\n".join(cases()))
         return 0
+    if a.cmd == "nocloud-vmi":
+        return nocloud_vmi(a)
     check(a)
     for p in problems:
         print(p)
