@@ -33,7 +33,8 @@
 #     121 routes; a network-config gives the NIC matched by its MAC an extra
 #     static address; two boots as istio.
 #   bridge: Debian 12 in bridge binding (its ifupdown/dhclient with /32 and
-#     option 121), one boot.
+#     option 121), one boot; its user data from its VMI's own cloudInitNoCloud
+#     volume (a secretRef), as the webhook carries it (volume_source, issue 30).
 #   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
 #   ipv6: Debian 13 with no IPv4 at all, in a dual-stack masquerade pod:
 #     fd10:0:2::2/120 via fd10:0:2::1 on its kernel command line (KubeVirt's
@@ -635,8 +636,9 @@ guest_checks() {
 	local ns pod sa
 	# shellcheck disable=SC1090 # generated
 	read -r ns pod sa < <(set -a && . "$SC_ENV" && echo "$IMDS_NAMESPACE $IMDS_POD_NAME $IMDS_SA_NAME")
+	local iid=${VOL_IID:-$ns-$VM_NAME} # a cloud-init volume's VMI: KubeVirt's identity
 	expect_eq "$l: identity names the pod and VM" \
-		"{\"namespace\":\"$ns\",\"serviceAccountName\":\"$sa\",\"vmName\":\"$VM_NAME\",\"podName\":\"$pod\",\"instanceId\":\"$ns-$VM_NAME\"}" "$got"
+		"{\"namespace\":\"$ns\",\"serviceAccountName\":\"$sa\",\"vmName\":\"$VM_NAME\",\"podName\":\"$pod\",\"instanceId\":\"$iid\"}" "$got"
 	want="$(reference /v1/token)"
 	reference_stop
 	got="$(between "$con" IMDS-TOKEN-BEGIN IMDS-TOKEN-END | base64 -d 2>/dev/null)"
@@ -671,7 +673,7 @@ guest_checks() {
 	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
-	openstack_checks "$l" "$con" "$ns-$VM_NAME"
+	openstack_checks "$l" "$con" "$iid"
 	local n
 	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
 	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
@@ -918,6 +920,10 @@ latency() {
 SUMMARY=()
 scenario_binding() {
 	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=-
+	POD_EXTRA=() VOL_IID=''
+	if [[ -n ${VOLUME:-} ]]; then
+		volume_source "$d" "$l" || return 1
+	fi
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: $binding launcher pod, DHCP, imds-server run as injected" "$(cat "$work/pod_up.out")"
@@ -957,6 +963,31 @@ scenario_binding() {
 	SUMMARY+=("$l: boot 1 ${b1}s to cloud-init final (first request at ${req}s, -> final ${req_final}s), boot 2 ${b2}s; $B_LAT")
 	migrate_checks "$l" "$d"
 	vm_stop "$VM_PIDFILE" 2
+	POD_EXTRA=() VOL_IID=''
+}
+
+# volume_source <dir> <label>: the guest's data from its VMI's own cloud-init
+# volume instead of the imds.kubevirt.io/user-data annotation (issue 30):
+# VOLUME=nocloud-secret (cloudInitNoCloud, secretRef) or configdrive-secret
+# (cloudInitConfigDrive, secretRef), the user data in the Secret vm-userdata.
+# The VMI through the webhook (kvci.py nocloud-vmi) gives the annotation
+# imds.kubevirt.io/cloud-init, set on the pod as KubeVirt copies it (source and
+# migration target alike: POD_EXTRA), and VOL_IID, KubeVirt's instance-id.
+volume_source() {
+	local d=$1 l=$2 out cd=()
+	[[ $VOLUME == configdrive-secret ]] && cd=(--config-drive)
+	mkdir -p "$work/$d/secret-ud"
+	cp "$USER_DATA" "$work/$d/secret-ud/userdata"
+	if ! out=$("$PY" "$REPO/tests/lib/kvci.py" nocloud-vmi --admission-cli "$ADMISSION_CLI" --name "$VM_NAME" \
+		--namespace default --uuid "$CONT_UUID" --secret vm-userdata --user-data "$USER_DATA" \
+		--out "$work/$d" "${cd[@]}" 2>&1); then
+		not_ok "$l: the VMI with its $VOLUME volume through the webhook" "$out"
+		return 1
+	fi
+	POD_EXTRA=(--set-annotation "imds.kubevirt.io/cloud-init=@$work/$d/cloud-init"
+		--del-annotation imds.kubevirt.io/user-data --secret "vm-userdata=$work/$d/secret-ud")
+	VOL_IID=$CONT_UUID
+	ok "$l: user data from the VMI's own $VOLUME volume (imds.kubevirt.io/cloud-init $(cat "$work/$d/cloud-init"))"
 }
 
 # reboot_checks <label> <console>: a second boot on the same disk: same instance,
@@ -1414,7 +1445,7 @@ for s in $SCENARIOS; do
 	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
 	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity ;;
-	bridge) GUEST_IMG=$BOOKWORM_IMG scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
+	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
 	trixie | bridge-trixie | passt | ipv6)
 		if [[ -z $TRIXIE_IMG ]]; then
 			not_ok "$s: the trixie guest image"

@@ -352,7 +352,8 @@ def nocloud_vmi(a):
                     "networks": [{"name": "default", "pod": {}}],
                     "volumes": [{"name": "root", "containerDisk": {"image": "x"}},
                                 {"name": "cloudinitdisk",
-                                 "cloudInitNoCloud": {"secretRef": {"name": a.secret}}}]}}
+                                 ("cloudInitConfigDrive" if a.config_drive else "cloudInitNoCloud"):
+                                     {"secretRef": {"name": a.secret}}}]}}
     resp = answer(a.admission_cli, review(vmi, "VirtualMachineInstance"))
     if not resp.get("allowed"):
         raise SystemExit("denied: %s" % resp.get("status"))
@@ -375,6 +376,7 @@ def main():
     n = sub.add_parser("nocloud-vmi")
     for k in ("--admission-cli", "--name", "--namespace", "--uuid", "--secret", "--user-data", "--out"):
         n.add_argument(k, required=True)
+    n.add_argument("--config-drive", action="store_true", help="a cloudInitConfigDrive volume instead")
     c = sub.add_parser("check")
     c.add_argument("name")
     c.add_argument("--admission-cli", required=True)
