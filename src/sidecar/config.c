@@ -138,6 +138,8 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->zone = env("IMDS_AVAILABILITY_ZONE");
 	c->region = env("IMDS_REGION");
 	c->lifecycle_dir = env("IMDS_LIFECYCLE_DIR");
+	c->cloud_init = env("IMDS_CLOUD_INIT");
+	c->cloud_init_dir = env("IMDS_CLOUD_INIT_DIR");
 	c->rate_limit = IMDS_DEFAULT_RATE;
 	c->hop_limit = IMDS_DEFAULT_HOP_LIMIT;
 
@@ -184,6 +186,11 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	if (c->lifecycle_dir && c->lifecycle_dir[0] != '/') {
 		snprintf(err, errlen, "IMDS_LIFECYCLE_DIR: must be an absolute path, got '%.100s'",
 			 c->lifecycle_dir);
+		return -EINVAL;
+	}
+	if (c->cloud_init_dir && c->cloud_init_dir[0] != '/') {
+		snprintf(err, errlen, "IMDS_CLOUD_INIT_DIR: must be an absolute path, got '%.100s'",
+			 c->cloud_init_dir);
 		return -EINVAL;
 	}
 	if (net_vars(c, err, errlen) < 0)

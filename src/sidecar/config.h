@@ -37,6 +37,8 @@ struct imds_config {
 	const char *instance_type;       /* NULL: "kubevirt" */
 	const char *zone, *region;       /* placement, when known */
 	const char *lifecycle_dir;       /* the pod's lifecycle files (lifecycle.h) */
+	const char *cloud_init;          /* the VM's own cloud-init and KubeVirt's identity (JSON) */
+	const char *cloud_init_dir;      /* its Secrets: user-data/, network-data/, ssh/<i>/ */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
 	int session_required;            /* IMDS_SESSION=required */

@@ -86,7 +86,7 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 			sbuf_puts(b, "\nlocal-ipv4");
 		if (c->zone || c->region)
 			sbuf_puts(b, "\nplacement/");
-		if (m.keys->n)
+		if (m.keys->n || m.cikeys->n)
 			sbuf_puts(b, "\npublic-keys/");
 		if (lc_get(&in->life)->state == LC_TERMINATE)
 			sbuf_puts(b, "\nspot/");
@@ -109,9 +109,14 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 		sbuf_puts(b, c->zone);
 	} else if (is(p, n, "placement/region") && c->region) {
 		sbuf_puts(b, c->region);
-	} else if (is(p, n, "public-keys") && m.keys->n) {
+	} else if (is(p, n, "public-keys") && (m.keys->n || m.cikeys->n)) {
+		/* The accessCredentials' keys first (cloud-init.go numbers them
+		 * so), then the annotation's. */
+		unsigned ck = m.cikeys->n;
+		for (unsigned i = 0; i < ck; i++)
+			sbuf_printf(b, "%s%u=access-credential-%u", i ? "\n" : "", i, i);
 		for (unsigned i = 0; i < m.keys->n; i++) {
-			sbuf_printf(b, "%s%u=", i ? "\n" : "", i);
+			sbuf_printf(b, "%s%u=", i + ck ? "\n" : "", i + ck);
 			key_name(b, &m.keys->k[i]);
 		}
 	} else if (n > 12 && memcmp(p, "public-keys/", 12) == 0) {
@@ -119,13 +124,16 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 		size_t kn = n - 12;
 		const char *slash = memchr(k, '/', kn);
 		size_t il = slash ? (size_t)(slash - k) : kn;
-		int idx = key_index(k, il, m.keys->n);
+		unsigned ck = m.cikeys->n;
+		int idx = key_index(k, il, m.keys->n + ck);
 		if (idx < 0)
 			return 0;
 		if (!slash || il + 1 == kn)
 			sbuf_puts(b, "openssh-key");
+		else if (is(slash + 1, kn - il - 1, "openssh-key") && (unsigned)idx < ck)
+			sbuf_put(b, m.cikeys->k[idx].v, m.cikeys->k[idx].n);
 		else if (is(slash + 1, kn - il - 1, "openssh-key"))
-			sbuf_puts(b, m.keys->k[idx].line);
+			sbuf_puts(b, m.keys->k[(unsigned)idx - ck].line);
 		else
 			return 0;
 	} else {

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "sbuf.h"
 
 /* Keys the sidecar writes itself (the webhook refuses them in the
  * annotation; a file that has them anyway loses them, logged). */
@@ -46,18 +48,186 @@ static void parse_custom(struct instance *in, int changed)
 	}
 }
 
+long inst_base64(const char *s, size_t n, unsigned char *out)
+{
+	unsigned acc = 0, bits = 0;
+	size_t o = 0, pad = 0;
+	if (n % 4)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '=' && i + 2 >= n) {
+			pad++;
+			continue;
+		}
+		int v = sbuf_b64val(s[i], 0);
+		if (v < 0 || pad)
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	return (long)o;
+}
+
+const char *inst_ci(const struct instance *in, const char *key)
+{
+	for (size_t i = 0; i < in->ci.n; i++)
+		if (strcmp(in->ci.kv[i].k, key) == 0)
+			return in->ci.kv[i].v;
+	return NULL;
+}
+
+/* An inline datum of IMDS_CLOUD_INIT: its bytes (NULL: absent). */
+static int ci_inline(struct instance *in, const char *key, struct blob **out, char *err, size_t errlen)
+{
+	const char *b64 = inst_ci(in, key);
+	*out = NULL;
+	if (!b64)
+		return 0;
+	size_t n = strlen(b64);
+	unsigned char *buf = malloc(n / 4 * 3 + 1);
+	long len = buf ? inst_base64(b64, n, buf) : -1;
+	if (len >= 0)
+		*out = blob_new((const char *)buf, (size_t)len);
+	free(buf);
+	if (len < 0) {
+		snprintf(err, errlen, "IMDS_CLOUD_INIT: %s is not base64", key);
+		return -EINVAL;
+	}
+	if (!*out) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A datum from the volume's Secret: the first key of names that exists.  A
+ * Secret without either key gives nothing until it has one (KubeVirt's
+ * launcher fails when neither the user nor the network key is there,
+ * cloud-init.go:239-241; the service serves what there is, logged). */
+static int ci_secret(struct instance *in, struct dfile *f, const char *what, const char *sub,
+		     const char *k1, const char *k2, char *err, size_t errlen)
+{
+	char paths[2 * 4200];
+	snprintf(paths, sizeof(paths), "%s/%s/%s:%s/%s/%s", in->cfg->cloud_init_dir, sub, k1,
+		 in->cfg->cloud_init_dir, sub, k2);
+	char e[512];
+	int r = dfile_open(f, what, paths, e, sizeof(e));
+	if (r == -ENOENT) {
+		log_error("cloud-init: the %s Secret has neither key %s nor %s: nothing served until it has "
+			  "one (KubeVirt's launcher would not start)",
+			  sub, k1, k2);
+		return 0;
+	}
+	if (r < 0)
+		snprintf(err, errlen, "%s", e);
+	return r;
+}
+
+/* The VM's own cloud-init and KubeVirt's identity from IMDS_CLOUD_INIT,
+ * which the webhook wrote on the VMI (docs/sidecar.md). */
+static int ci_open(struct instance *in, char *err, size_t errlen)
+{
+	const struct imds_config *cfg = in->cfg;
+	if (!cfg->cloud_init)
+		return 0;
+	char why[200];
+	if (metajson_parse(cfg->cloud_init, strlen(cfg->cloud_init), &in->ci, why, sizeof(why)) < 0) {
+		memset(&in->ci, 0, sizeof(in->ci));
+		snprintf(err, errlen, "IMDS_CLOUD_INIT: not a JSON object of strings (%s)", why);
+		return -EINVAL;
+	}
+	const char *src = inst_ci(in, "source");
+	if (!src)
+		return 0;
+	if (strcmp(src, "noCloud") == 0) {
+		in->ci_source = INST_CI_NOCLOUD;
+	} else if (strcmp(src, "configDrive") == 0) {
+		in->ci_source = INST_CI_CONFIGDRIVE;
+	} else {
+		snprintf(err, errlen, "IMDS_CLOUD_INIT: source: want noCloud or configDrive, got '%.40s'", src);
+		return -EINVAL;
+	}
+	/* 0 bytes: KubeVirt writes user-data even when the volume has only
+	 * network data (cloud-init.go:630-646). */
+	in->ci_empty = blob_new("", 0);
+	if (!in->ci_empty) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int r;
+	if ((r = ci_inline(in, "userData", &in->ci_user_inline, err, errlen)) < 0 ||
+	    (r = ci_inline(in, "networkData", &in->ci_net_inline, err, errlen)) < 0)
+		return r;
+	int secrets = inst_ci(in, "userDataSecret") || inst_ci(in, "networkDataSecret") ||
+		      inst_ci(in, "sshSecrets");
+	if (secrets && !cfg->cloud_init_dir) {
+		snprintf(err, errlen, "IMDS_CLOUD_INIT: names Secrets, but IMDS_CLOUD_INIT_DIR is not set");
+		return -EINVAL;
+	}
+	if (inst_ci(in, "userDataSecret") &&
+	    (r = ci_secret(in, &in->ci_user, "IMDS_CLOUD_INIT (userDataSecret)", "user-data", "userdata",
+			   "userData", err, errlen)) < 0)
+		return r;
+	if (inst_ci(in, "networkDataSecret") &&
+	    (r = ci_secret(in, &in->ci_net, "IMDS_CLOUD_INIT (networkDataSecret)", "network-data",
+			   "networkdata", "networkData", err, errlen)) < 0)
+		return r;
+	const char *ssh = inst_ci(in, "sshSecrets");
+	unsigned nssh = 0;
+	for (const char *p = ssh; p && *p; p++)
+		nssh += *p == ',';
+	if (ssh && *ssh && cikeys_open(&in->cikeys, cfg->cloud_init_dir, nssh + 1) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* KubeVirt's identity (pkg/cloud-init/cloud-init.go:113-158, 411-419;
+ * pkg/util/net/dns/sanitize.go:33-44). */
+static void identity(struct instance *in)
+{
+	const struct imds_config *cfg = in->cfg;
+	const char *fw = inst_ci(in, "uuid");
+	const char *host = inst_ci(in, "hostname");
+	if (host && *host) {
+		snprintf(in->host, sizeof(in->host), "%s", host);
+	} else {
+		size_t n = strcspn(cfg->vm_name, ".");
+		snprintf(in->host, sizeof(in->host), "%.*s", (int)(n > 63 ? 63 : n), cfg->vm_name);
+	}
+	in->hostname = in->host;
+	/* A type a client can always read: Talos retries a missing one for
+	 * minutes (its openstack platform, instance-type). */
+	const char *it = inst_ci(in, "instanceType");
+	in->instance_type = cfg->instance_type ? cfg->instance_type : it && *it ? it : "kubevirt";
+	in->instance_type_known = cfg->instance_type || (it && *it);
+	if (cfg->instance_id)
+		snprintf(in->iid, sizeof(in->iid), "%s", cfg->instance_id);
+	else if (fw && *fw)
+		snprintf(in->iid, sizeof(in->iid), "%s", fw);
+	else
+		snprintf(in->iid, sizeof(in->iid), "%s-%s", cfg->ns, cfg->vm_name);
+	snprintf(in->uuid, sizeof(in->uuid), "%s", in->iid);
+	if (cfg->instance_id)
+		snprintf(in->os_iid, sizeof(in->os_iid), "%s", cfg->instance_id);
+	else
+		snprintf(in->os_iid, sizeof(in->os_iid), "%.290s.%.290s", cfg->vm_name, cfg->ns);
+}
+
 int inst_open(struct instance *in, const struct imds_config *cfg, char *err, size_t errlen)
 {
 	memset(in, 0, sizeof(*in));
 	in->cfg = cfg;
-	in->hostname = cfg->vm_name;
-	/* A type a client can always read: Talos retries a missing one for
-	 * minutes (its openstack platform, instance-type). */
-	in->instance_type = cfg->instance_type ? cfg->instance_type : "kubevirt";
-	if (cfg->instance_id)
-		snprintf(in->iid, sizeof(in->iid), "%s", cfg->instance_id);
-	else
-		snprintf(in->iid, sizeof(in->iid), "%s-%s", cfg->ns, cfg->vm_name);
+	int r = ci_open(in, err, errlen);
+	if (r < 0)
+		return r;
+	identity(in);
 	if (cfg->user_data && !cfg->user_data_file) {
 		in->user_inline = blob_new(cfg->user_data, strlen(cfg->user_data));
 		if (!in->user_inline) {
@@ -65,7 +235,6 @@ int inst_open(struct instance *in, const struct imds_config *cfg, char *err, siz
 			return -ENOMEM;
 		}
 	}
-	int r;
 	if ((r = dfile_open(&in->user, "IMDS_USER_DATA_FILE", cfg->user_data_file, err, errlen)) < 0 ||
 	    (r = dfile_open(&in->vendor, "IMDS_VENDOR_DATA_FILE", cfg->vendor_data_file, err, errlen)) <
 		    0 ||
@@ -105,12 +274,46 @@ void inst_close(struct instance *in)
 	password_close(&in->pw);
 	lc_close(&in->life);
 	in->custom_seen = in->user_inline = in->ns_seen = NULL;
+	dfile_close(&in->ci_user);
+	dfile_close(&in->ci_net);
+	blob_unref(in->ci_user_inline);
+	blob_unref(in->ci_net_inline);
+	blob_unref(in->ci_empty);
+	in->ci_user_inline = in->ci_net_inline = in->ci_empty = NULL;
+	cikeys_close(&in->cikeys);
+	metajson_free(&in->ci);
+	memset(&in->ci, 0, sizeof(in->ci));
 }
 
 struct blob *inst_user_data(struct instance *in)
 {
-	/* The file wins over the inline variable. */
-	return in->cfg->user_data_file ? dfile_get(&in->user) : in->user_inline;
+	/* The file wins over the inline variable; both over the volume
+	 * (docs/annotations.md, "Precedence"). */
+	if (in->cfg->user_data_file)
+		return dfile_get(&in->user);
+	if (in->user_inline || !in->ci_source)
+		return in->user_inline;
+	if (in->ci_user.ncand) {
+		struct blob *b = dfile_get(&in->ci_user);
+		return b ? b : in->ci_empty;
+	}
+	return in->ci_user_inline ? in->ci_user_inline : in->ci_empty;
+}
+
+/* The volume's network data, whichever its format. */
+static struct blob *ci_net(struct instance *in)
+{
+	if (in->ci_net.ncand)
+		return dfile_get(&in->ci_net);
+	return in->ci_net_inline;
+}
+
+struct blob *inst_os_network_data(struct instance *in)
+{
+	if (in->ci_source != INST_CI_CONFIGDRIVE || in->cfg->network_config_file)
+		return NULL;
+	struct blob *b = ci_net(in);
+	return b && b->len ? b : NULL;
 }
 
 struct blob *inst_vendor_data(struct instance *in)
@@ -120,12 +323,17 @@ struct blob *inst_vendor_data(struct instance *in)
 
 struct blob *inst_network_config(struct instance *in)
 {
-	return dfile_get(&in->netcfg);
+	if (in->cfg->network_config_file)
+		return dfile_get(&in->netcfg);
+	/* A config drive's network data is OpenStack's JSON, not NoCloud's
+	 * network-config: served as network_data.json only. */
+	return in->ci_source == INST_CI_NOCLOUD ? ci_net(in) : NULL;
 }
 
 struct inst_meta inst_meta(struct instance *in)
 {
 	int keys = sshkeys_refresh(&in->keys);
+	keys |= in->cikeys.root ? cikeys_refresh(&in->cikeys) : 0;
 	struct blob *cu = in->cfg->meta_data_file ? dfile_get(&in->custom) : NULL;
 	int custom = cu != in->custom_seen;
 	if (keys || custom) {
@@ -136,7 +344,7 @@ struct inst_meta inst_meta(struct instance *in)
 		}
 		in->meta_gen++;
 	}
-	return (struct inst_meta){&in->keys, &in->custom_kv, in->custom_use, in->meta_gen};
+	return (struct inst_meta){&in->keys, &in->cikeys, &in->custom_kv, in->custom_use, in->meta_gen};
 }
 
 struct inst_net inst_net(struct instance *in)

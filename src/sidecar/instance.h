@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "blob.h"
+#include "cikeys.h"
 #include "config.h"
 #include "dfile.h"
 #include "lifecycle.h"
@@ -34,6 +35,7 @@ enum inst_custom_use {
  * generation of this content (it moves when either source changed). */
 struct inst_meta {
 	const struct sshkeys *keys;
+	const struct cikeys *cikeys; /* the accessCredentials' keys, numbered first */
 	const struct metajson *custom;              /* parsed; n 0 when none */
 	const enum inst_custom_use *custom_use;     /* one per custom key */
 	uint64_t gen;
@@ -48,11 +50,31 @@ struct inst_net {
 	uint64_t gen;
 };
 
+/* Where the VM's own cloud-init came from (IMDS_CLOUD_INIT's source). */
+enum inst_ci_source {
+	INST_CI_NONE = 0,
+	INST_CI_NOCLOUD,     /* a cloudInitNoCloud volume */
+	INST_CI_CONFIGDRIVE, /* a cloudInitConfigDrive volume */
+};
+
 struct instance {
 	const struct imds_config *cfg;
-	char iid[600];             /* IMDS_INSTANCE_ID, or <namespace>-<vmName> */
-	const char *hostname;      /* the VM name */
-	const char *instance_type; /* IMDS_INSTANCE_TYPE, or "kubevirt" */
+	/* KubeVirt's identity (docs/sidecar.md, "The VM's own cloud-init"):
+	 * iid is NoCloud's and EC2's instance-id, uuid OpenStack's, os_iid
+	 * OpenStack's instance_id; IMDS_INSTANCE_ID overrides all three. */
+	char iid[600];             /* the firmware UUID, or <namespace>-<vmName> when unknown */
+	char uuid[600];            /* the firmware UUID, or iid */
+	char os_iid[600];          /* <vmName>.<namespace> */
+	char host[256];
+	const char *hostname;      /* spec.hostname, else the VM name up to its first '.' (63 at most) */
+	struct metajson ci;        /* IMDS_CLOUD_INIT */
+	enum inst_ci_source ci_source;
+	struct blob *ci_user_inline, *ci_net_inline; /* decoded; NULL: not inline */
+	struct blob *ci_empty;     /* the empty user-data of a volume without one */
+	struct dfile ci_user, ci_net; /* from the volume's Secrets */
+	struct cikeys cikeys;      /* accessCredentials (IMDS_CLOUD_INIT_DIR/ssh/<i>) */
+	const char *instance_type; /* IMDS_INSTANCE_TYPE, KubeVirt's instancetype, or "kubevirt" */
+	int instance_type_known;   /* not the "kubevirt" stand-in */
 	struct blob *user_inline;  /* IMDS_USER_DATA */
 	struct dfile user, vendor, netcfg;
 	struct sshkeys keys;       /* IMDS_SSH_KEYS_DIR */
@@ -77,6 +99,14 @@ void inst_close(struct instance *in);
 struct blob *inst_user_data(struct instance *in);
 struct blob *inst_vendor_data(struct instance *in);
 struct blob *inst_network_config(struct instance *in);
+/* A config drive volume's network data, OpenStack's network_data.json as
+ * given (NULL: none; the layout renders its own). */
+struct blob *inst_os_network_data(struct instance *in);
+/* The value of key in IMDS_CLOUD_INIT, or NULL. */
+const char *inst_ci(const struct instance *in, const char *key);
+/* Decodes base64 (RFC 4648, padded); the length, or -1.  out holds
+ * n / 4 * 3 bytes. */
+long inst_base64(const char *s, size_t n, unsigned char *out);
 
 /* The keys and custom keys, re-read first when their sources changed (one
  * lstat and one stat). */

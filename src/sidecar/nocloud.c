@@ -24,20 +24,43 @@ static int render(struct nocloud *nc, const struct inst_meta *m)
 	const struct metajson *cu = m->custom;
 	/* Worst case: every byte escaped (\u00XX, 6 bytes) twice over. */
 	size_t cap = 4096 + strlen(in->iid) * 12 + strlen(in->hostname) * 24;
+	const struct cikeys *ck = m->cikeys;
 	for (unsigned i = 0; i < keys->n; i++)
 		cap += (strlen(keys->k[i].entry) * 2 + strlen(keys->k[i].line) * 3) * 6 + 128;
+	for (unsigned i = 0; i < ck->n; i++)
+		cap += ck->k[i].n * 6 + 32;
 	for (size_t i = 0; i < cu->n; i++)
 		cap += (cu->kv[i].kn + cu->kv[i].vn) * 12 + 32;
+	cap += strlen(in->instance_type) * 6;
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
 	struct sbuf b = SBUF_INIT(buf, cap);
+	/* KubeVirt's fields (cloud-init.go:80-85): instance-type only when
+	 * the VM has one (its instancetype annotations or IMDS_INSTANCE_TYPE). */
+	if (in->instance_type_known)
+		yaml_line(&b, "instance-type: ", in->instance_type, strlen(in->instance_type));
 	yaml_line(&b, "instance-id: ", in->iid, strlen(in->iid));
 	yaml_line(&b, "local-hostname: ", in->hostname, strlen(in->hostname));
-	if (keys->n)
+	if (keys->n || ck->n)
 		sbuf_puts(&b, "public-keys:\n");
-	for (unsigned i = 0; i < keys->n; i++)
-		yaml_line(&b, "  - ", keys->k[i].line, strlen(keys->k[i].line));
+	if (ck->n) {
+		/* KubeVirt's map of verbatim keys, "0", "1", ...; the
+		 * annotation's keys numbered on after them. */
+		for (unsigned i = 0; i < ck->n; i++) {
+			sbuf_printf(&b, "  \"%u\": ", i);
+			yaml_scalar(&b, ck->k[i].v, ck->k[i].n);
+			sbuf_putc(&b, '\n');
+		}
+		for (unsigned i = 0; i < keys->n; i++) {
+			sbuf_printf(&b, "  \"%u\": ", ck->n + i);
+			yaml_scalar(&b, keys->k[i].line, strlen(keys->k[i].line));
+			sbuf_putc(&b, '\n');
+		}
+	} else {
+		for (unsigned i = 0; i < keys->n; i++)
+			yaml_line(&b, "  - ", keys->k[i].line, strlen(keys->k[i].line));
+	}
 	for (size_t i = 0; i < cu->n; i++) {
 		if (m->custom_use[i] == INST_CUSTOM_RESERVED)
 			continue;

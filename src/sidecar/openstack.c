@@ -104,6 +104,10 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		cap += (strlen(keys->k[i].entry) * 2 + strlen(keys->k[i].line) * 3) * 6 + 128;
 	for (size_t i = 0; i < cu->n; i++)
 		cap += (cu->kv[i].kn + cu->kv[i].vn) * 12 + 32;
+	const struct cikeys *ck = m->cikeys;
+	for (unsigned i = 0; i < ck->n; i++)
+		cap += ck->k[i].n * 6 + 32;
+	cap += (strlen(in->uuid) + strlen(in->os_iid)) * 6;
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -111,7 +115,11 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	unsigned nk = pick_keys(in, keys, sel);
 	struct sbuf b = SBUF_INIT(buf, cap);
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "uuid", in->iid, 0);
+	/* KubeVirt's config drive (cloud-init.go:411-419): instance_id
+	 * <name>.<namespace>, uuid the firmware UUID, which cloud-init's
+	 * OpenStack reader takes as the instance-id. */
+	call_json_field(&b, "uuid", in->uuid, 0);
+	call_json_field(&b, "instance_id", in->os_iid, 1);
 	call_json_field(&b, "name", in->hostname, 1);
 	call_json_field(&b, "hostname", in->hostname, 1);
 	call_json_field(&b, "project_id", in->cfg->ns, 1);
@@ -120,9 +128,15 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	 * instance-type for minutes when it is missing. */
 	call_json_field(&b, "instance_type", in->instance_type, 1);
 	sbuf_puts(&b, ",\"launch_index\":0,\"public_keys\":{");
+	/* The accessCredentials' keys as KubeVirt numbers them, verbatim. */
+	for (unsigned j = 0; j < ck->n; j++) {
+		sbuf_printf(&b, "%s\"%u\":\"", j ? "," : "", j);
+		sbuf_json_escape(&b, ck->k[j].v, ck->k[j].n);
+		sbuf_putc(&b, '"');
+	}
 	for (unsigned j = 0; j < nk; j++) {
 		const struct sshkey *k = &keys->k[sel[j]];
-		sbuf_puts(&b, j ? ",\"" : "\"");
+		sbuf_puts(&b, j || ck->n ? ",\"" : "\"");
 		key_name(&b, k);
 		sbuf_puts(&b, "\":\"");
 		sbuf_json_escape(&b, k->line, strlen(k->line));
@@ -344,6 +358,12 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 void os_network_data(struct call *c)
 {
 	struct openstack *os = c->self;
+	/* A config drive volume's network data, as KubeVirt's disk has it. */
+	struct blob *given = inst_os_network_data(os->inst);
+	if (given) {
+		call_data(c, "application/json", given);
+		return;
+	}
 	struct inst_net net = inst_net(os->inst);
 	if ((net.gen != os->net_gen || !os->net) && render_net(os, &net) < 0 && !os->net) {
 		http_res_error(c->res, 500, "internal", "out of memory");

@@ -39,6 +39,8 @@ struct review;
 #define ANN_EVICTION_IN_PROGRESS "descheduler.alpha.kubernetes.io/eviction-in-progress"
 #define LABEL_MIGRATION_JOB "kubevirt.io/migrationJobUID"
 #define ANN_MIGRATION_TARGET_READY "kubevirt.io/migration-target-ready-timestamp"
+#define ANN_CLOUD_INIT ANN "cloud-init"
+#define ANN_CLOUD_INIT_DISK ANN "cloud-init-disk"
 #define ANN_NETWORK_STATUS "k8s.v1.cni.cncf.io/network-status"
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"

@@ -8,6 +8,7 @@
 
 #include "annotations.h"
 #include "audience.h"
+#include "cloudinit.h"
 #include "ifaces.h"
 #include "jbuild.h"
 #include "k8s_names.h"
@@ -29,6 +30,11 @@
 #define CONFIGMAP_DIR "/var/run/imds/user-data-configmap"
 #define SSH_KEYS_DIR "/var/run/imds/ssh-keys"
 #define STATE_DIR "/var/run/imds/state"
+/* The VM's own cloud-init Secrets: user-data/, network-data/, ssh/<i>/ */
+#define CLOUD_INIT_DIR "/var/run/imds/cloud-init"
+#define VOL_CI_USER "imds-ci-user-data"
+#define VOL_CI_NET "imds-ci-network-data"
+#define VOL_CI_SSH "imds-ci-ssh-"
 
 #define EXPIRATION_MIN 600 /* the API server's own floor for projected tokens */
 #define EXPIRATION_MAX 86400
@@ -138,7 +144,10 @@ struct pod {
 	struct str interfaces; /* imds.kubevirt.io/interfaces, checked */
 	int add_vendor_data; /* the cluster-wide vendor-data goes in an annotation */
 	int guaranteed;
-	int pod_resources; /* spec.resources: pod-level resources own the budget */
+	int pod_resources;
+	struct ci_pod ci;     /* imds.kubevirt.io/cloud-init (cloudinit.c) */
+	struct str ci_text;
+	int ci_user, ci_net;  /* user-data / network-config from the volume (no annotation gives them) */ /* spec.resources: pod-level resources own the budget */
 };
 
 /* An annotation of the pod as a string; a value of another type is a
@@ -270,6 +279,14 @@ static void pod_settings(struct review *a, struct pod *p, uint32_t labels)
 	p->meta_data = ann(a, p->anns, ANN_META_DATA).p != NULL;
 	p->password_key = ann(a, p->anns, ANN_PASSWORD_KEY); /* checked by ann_check_data */
 
+	/* The VM's own cloud-init: the annotations win over the volume
+	 * (docs/annotations.md, "Precedence"). */
+	p->ci_text = ann(a, p->anns, ANN_CLOUD_INIT);
+	if (!a->err)
+		ci_pod_read(a, p->ci_text, &p->ci);
+	p->ci_user = p->ci.source && p->ud == UD_INLINE && !ann(a, p->anns, ANN_USER_DATA).p;
+	p->ci_net = p->ci.source && !ann(a, p->anns, ANN_NETWORK_CONFIG).p;
+
 	p->instance_id = ann(a, p->anns, ANN_INSTANCE_ID);
 	if (p->instance_id.p && !k8s_identity_ok(p->instance_id))
 		rv_fail(a, RV_DENY, "%s: want UTF-8 of 1..253 bytes without control characters",
@@ -390,6 +407,11 @@ static struct json_object *user_data_volume(struct pod *p)
 		    JB_END);
 }
 
+static struct json_object *secret_volume(const char *vol, struct str name)
+{
+	return jb_obj("name", jb_str(vol), "secret", jb_obj("secretName", jb_strn(name), JB_END), JB_END);
+}
+
 /* The whole Secret, read-only: each key a file of public keys. */
 static struct json_object *ssh_keys_volume(struct pod *p)
 {
@@ -422,17 +444,24 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 			     : p->ud == UD_CONFIGMAP ? CONFIGMAP_DIR "/user-data"
 						     : PODINFO_DIR "/user-data";
 	struct json_object *env = jb_arr(
-		9, env_field("IMDS_NAMESPACE", "metadata.namespace"),
+		5, env_field("IMDS_NAMESPACE", "metadata.namespace"),
 		/* At CREATE the pod has generateName and no name; the
 		 * fieldRef resolves when the container starts. */
 		env_field("IMDS_POD_NAME", "metadata.name"),
 		env_field("IMDS_SA_NAME", "spec.serviceAccountName"),
 		env_value("IMDS_VM_NAME", jb_strn(p->vm_name)),
-		env_value("IMDS_TOKEN_PATH", jb_str(TOKEN_DIR "/token")),
-		env_value("IMDS_USER_DATA_FILE", jb_str(udfile)),
-		env_value("IMDS_VENDOR_DATA_FILE", jb_str(PODINFO_DIR "/vendor-data")),
-		env_value("IMDS_NETWORK_CONFIG_FILE", jb_str(PODINFO_DIR "/network-config")),
-		env_value("IMDS_NETWORK_STATUS_FILE", jb_str(PODINFO_DIR "/network-status")));
+		env_value("IMDS_TOKEN_PATH", jb_str(TOKEN_DIR "/token")));
+	/* Without them the sidecar serves the cloud-init volume's. */
+	if (!p->ci_user)
+		env = jb_push(env, env_value("IMDS_USER_DATA_FILE", jb_str(udfile)));
+	env = jb_push(env, env_value("IMDS_VENDOR_DATA_FILE", jb_str(PODINFO_DIR "/vendor-data")));
+	if (!p->ci_net)
+		env = jb_push(env, env_value("IMDS_NETWORK_CONFIG_FILE", jb_str(PODINFO_DIR "/network-config")));
+	env = jb_push(env, env_value("IMDS_NETWORK_STATUS_FILE", jb_str(PODINFO_DIR "/network-status")));
+	if (p->ci.present)
+		env = jb_push(env, env_value("IMDS_CLOUD_INIT", jb_strn(p->ci_text)));
+	if (p->ci.source)
+		env = jb_push(env, env_value("IMDS_CLOUD_INIT_DIR", jb_str(CLOUD_INIT_DIR)));
 	if (p->instance_id.p)
 		env = jb_push(env, env_value("IMDS_INSTANCE_ID", jb_strn(p->instance_id)));
 	if (p->bridge.p)
@@ -459,6 +488,16 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 			       mount(VOL_USER_DATA, p->ud == UD_SECRET ? SECRET_DIR : CONFIGMAP_DIR));
 	if (p->ssh_secret.p)
 		mounts = jb_push(mounts, mount(VOL_SSH_KEYS, SSH_KEYS_DIR));
+	if (p->ci_user && p->ci.user_secret.p)
+		mounts = jb_push(mounts, mount(VOL_CI_USER, CLOUD_INIT_DIR "/user-data"));
+	if (p->ci_net && p->ci.net_secret.p)
+		mounts = jb_push(mounts, mount(VOL_CI_NET, CLOUD_INIT_DIR "/network-data"));
+	for (size_t i = 0; i < p->ci.nssh; i++) {
+		char v[48], d[64];
+		snprintf(v, sizeof(v), VOL_CI_SSH "%zu", i);
+		snprintf(d, sizeof(d), CLOUD_INIT_DIR "/ssh/%zu", i);
+		mounts = jb_push(mounts, mount(v, d));
+	}
 	/* the one writable mount (the root filesystem is read-only) */
 	mounts = jb_push(mounts, jb_obj("name", jb_str(VOL_STATE), "mountPath", jb_str(STATE_DIR), JB_END));
 
@@ -520,7 +559,7 @@ static void pod_patch(struct review *a, struct pod *p)
 	    rv_add(a, "/metadata/annotations/imds.kubevirt.io~1vendor-data", jb_str(a->cfg->vendor_data)) < 0)
 		return;
 
-	struct json_object *vols[5];
+	struct json_object *vols[5 + 2 + CI_MAX_SSH];
 	size_t nv = 0;
 	vols[nv++] = token_volume(p);
 	vols[nv++] = podinfo_volume(p);
@@ -528,6 +567,19 @@ static void pod_patch(struct review *a, struct pod *p)
 		vols[nv++] = user_data_volume(p);
 	if (p->ssh_secret.p)
 		vols[nv++] = ssh_keys_volume(p);
+	/* The whole Secrets, as KubeVirt's compute container mounts the
+	 * access credentials (rendervolumes.go:350-377): the key is userdata
+	 * or userData (networkdata or networkData), and a whole-Secret volume
+	 * follows the Secret's changes (a subPath one would not). */
+	if (p->ci_user && p->ci.user_secret.p)
+		vols[nv++] = secret_volume(VOL_CI_USER, p->ci.user_secret);
+	if (p->ci_net && p->ci.net_secret.p)
+		vols[nv++] = secret_volume(VOL_CI_NET, p->ci.net_secret);
+	for (size_t i = 0; i < p->ci.nssh; i++) {
+		char v[48];
+		snprintf(v, sizeof(v), VOL_CI_SSH "%zu", i);
+		vols[nv++] = secret_volume(v, p->ci.ssh[i]);
+	}
 	vols[nv++] = state_volume();
 	if (p->volumes == JV_NONE) {
 		struct json_object *arr = json_object_new_array();
@@ -622,20 +674,23 @@ void pod_admit(struct review *a, uint32_t req, struct str op)
 	if (!a->err)
 		check_annotation_size(a, &p);
 	if (a->err)
-		return;
+		goto done;
 
 	uint32_t pres = rv_member(a, p.spec, "resources", JV_OBJECT, "request.object.spec");
 	p.pod_resources = pres != JV_NONE && a->v->nodes[pres].n > 0;
 	p.guaranteed = all_guaranteed(a, p.containers) && all_guaranteed(a, p.inits);
 	if (a->err)
-		return;
+		goto done;
 
 	pod_patch(a, &p);
 	if (a->err)
-		return;
-	rv_reason(a, "injected %s (%s%s%s%s)", CONTAINER_NAME,
+		goto done;
+	rv_reason(a, "injected %s (%s%s%s%s%s)", CONTAINER_NAME,
 	       a->cfg->native_sidecar ? "native sidecar" : "container",
 	       p.pod_resources ? ", pod-level resources" : p.guaranteed ? ", Guaranteed" : "",
 	       p.ud == UD_SECRET ? ", user-data Secret" : p.ud == UD_CONFIGMAP ? ", user-data ConfigMap" : "",
-	       p.add_vendor_data ? ", cluster vendor-data" : "");
+	       p.add_vendor_data ? ", cluster vendor-data" : "",
+	       p.ci.source ? ", the VM's cloud-init volume" : "");
+done:
+	ci_pod_free(&p.ci);
 }

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "annotations.h"
+#include "cloudinit.h"
 #include "discovery.h"
 #include "jbuild.h"
 #include "patch.h"
@@ -84,6 +85,14 @@ void serial_admit(struct review *a, uint32_t req, struct str op, int vm)
 		vmnet_admit(a, spec, "request.object.spec", anns, 1);
 	if (!vm && !a->err)
 		ann_record_eviction(a, spec, anns);
+	if (a->err)
+		return;
+	/* The VM's own cloud-init and KubeVirt's identity (cloudinit.c). */
+	if (vm)
+		ci_admit(a, tmeta, tanns, rv_member(a, tmpl, "spec", JV_OBJECT, "request.object.spec.template"),
+			 "request.object.spec.template.spec", 0);
+	else
+		ci_admit(a, meta, anns, spec, "request.object.spec", 1);
 	if (a->err)
 		return;
 

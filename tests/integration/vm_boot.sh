@@ -33,7 +33,8 @@
 #     121 routes; a network-config gives the NIC matched by its MAC an extra
 #     static address; two boots as istio.
 #   bridge: Debian 12 in bridge binding (its ifupdown/dhclient with /32 and
-#     option 121), one boot.
+#     option 121), one boot; its user data from its VMI's own cloudInitNoCloud
+#     volume (a secretRef), as the webhook carries it (volume_source, issue 30).
 #   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
 #   ipv6: Debian 13 with no IPv4 at all, in a dual-stack masquerade pod:
 #     fd10:0:2::2/120 via fd10:0:2::1 on its kernel command line (KubeVirt's
@@ -41,6 +42,14 @@
 #     imds.kubevirt.io/ip-family: IPv6 (seed http://[fd00:ec2::254]/v1/).
 # Every guest but passt's also asks fe80::a9fe:a9fe from its link-local.
 #   (trixie: Debian 13 in masquerade, not in the default set.)
+#   continuity: Debian 12 (cloud-init 22.4) moved from KubeVirt's disk to the
+#     service (issue 30): boot 1 from a NoCloud ISO (genisoimage -V cidata)
+#     holding exactly KubeVirt's files for a VMI whose cloudInitNoCloud volume
+#     takes its user data from a Secret, with a serial that seeds nothing;
+#     boot 2 on the same disk from the service alone (the webhook's serial, no
+#     ISO), the sidecar configured from that VMI's imds.kubevirt.io/cloud-init
+#     as the webhook writes it: the same instance (runcmd not run again, SSH
+#     host keys unchanged), boot 2's datasource the service.
 # In bridge binding and passt the sidecar is killed (SIGKILL) once the guest
 # had its meta-data and started again.  After each boot: the node saw nothing,
 # the node and a neighbour pod asking for .254 get no answer, a process of the
@@ -57,7 +66,7 @@
 #
 # Prints the boot timings and the time from the guest's first request to
 # cloud-init's final stage, per scenario.  VM_BOOT_SCENARIOS (default "istio
-# linklocal bridge-trixie bridge passt") selects scenarios; KEEP=1 keeps the
+# linklocal bridge-trixie bridge passt ipv6 continuity") selects scenarios; KEEP=1 keeps the
 # work dir.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -77,7 +86,7 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt ipv6}
+SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt ipv6 continuity}
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
 GUEST_MAC=52:54:00:5e:00:02
@@ -87,6 +96,7 @@ work=""
 bg_pids=()  # timestampers and imds-server, by pid (netns.sh's BG_PIDS: its helpers)
 qemu_pidfiles=()
 dnsmasq_pidfiles=()
+POD_EXTRA=() # more sidecar_env.py arguments for pod_up (scenario continuity)
 
 cleanup() {
 	local rc=$? p
@@ -465,7 +475,7 @@ pod_up() {
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
 		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
 		--set-annotation "imds.kubevirt.io/interfaces=$ifs" \
-		"${netcfg_arg[@]}" >"$SC_ENV" || return 1
+		"${netcfg_arg[@]}" "${POD_EXTRA[@]}" >"$SC_ENV" || return 1
 	grep -q "IMDS_INTERFACES=$ifs" "$SC_ENV" || { echo "the webhook gave no IMDS_INTERFACES=$ifs" >&2; return 1; }
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
@@ -626,8 +636,9 @@ guest_checks() {
 	local ns pod sa
 	# shellcheck disable=SC1090 # generated
 	read -r ns pod sa < <(set -a && . "$SC_ENV" && echo "$IMDS_NAMESPACE $IMDS_POD_NAME $IMDS_SA_NAME")
+	local iid=${VOL_IID:-$ns-$VM_NAME} # a cloud-init volume's VMI: KubeVirt's identity
 	expect_eq "$l: identity names the pod and VM" \
-		"{\"namespace\":\"$ns\",\"serviceAccountName\":\"$sa\",\"vmName\":\"$VM_NAME\",\"podName\":\"$pod\",\"instanceId\":\"$ns-$VM_NAME\"}" "$got"
+		"{\"namespace\":\"$ns\",\"serviceAccountName\":\"$sa\",\"vmName\":\"$VM_NAME\",\"podName\":\"$pod\",\"instanceId\":\"$iid\"}" "$got"
 	want="$(reference /v1/token)"
 	reference_stop
 	got="$(between "$con" IMDS-TOKEN-BEGIN IMDS-TOKEN-END | base64 -d 2>/dev/null)"
@@ -662,7 +673,7 @@ guest_checks() {
 	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
-	openstack_checks "$l" "$con" "$ns-$VM_NAME"
+	openstack_checks "$l" "$con" "$iid"
 	local n
 	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
 	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
@@ -909,6 +920,10 @@ latency() {
 SUMMARY=()
 scenario_binding() {
 	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=-
+	POD_EXTRA=() VOL_IID=''
+	if [[ -n ${VOLUME:-} ]]; then
+		volume_source "$d" "$l" || return 1
+	fi
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: $binding launcher pod, DHCP, imds-server run as injected" "$(cat "$work/pod_up.out")"
@@ -948,6 +963,31 @@ scenario_binding() {
 	SUMMARY+=("$l: boot 1 ${b1}s to cloud-init final (first request at ${req}s, -> final ${req_final}s), boot 2 ${b2}s; $B_LAT")
 	migrate_checks "$l" "$d"
 	vm_stop "$VM_PIDFILE" 2
+	POD_EXTRA=() VOL_IID=''
+}
+
+# volume_source <dir> <label>: the guest's data from its VMI's own cloud-init
+# volume instead of the imds.kubevirt.io/user-data annotation (issue 30):
+# VOLUME=nocloud-secret (cloudInitNoCloud, secretRef) or configdrive-secret
+# (cloudInitConfigDrive, secretRef), the user data in the Secret vm-userdata.
+# The VMI through the webhook (kvci.py nocloud-vmi) gives the annotation
+# imds.kubevirt.io/cloud-init, set on the pod as KubeVirt copies it (source and
+# migration target alike: POD_EXTRA), and VOL_IID, KubeVirt's instance-id.
+volume_source() {
+	local d=$1 l=$2 out cd=()
+	[[ $VOLUME == configdrive-secret ]] && cd=(--config-drive)
+	mkdir -p "$work/$d/secret-ud"
+	cp "$USER_DATA" "$work/$d/secret-ud/userdata"
+	if ! out=$("$PY" "$REPO/tests/lib/kvci.py" nocloud-vmi --admission-cli "$ADMISSION_CLI" --name "$VM_NAME" \
+		--namespace default --uuid "$CONT_UUID" --secret vm-userdata --user-data "$USER_DATA" \
+		--out "$work/$d" "${cd[@]}" 2>&1); then
+		not_ok "$l: the VMI with its $VOLUME volume through the webhook" "$out"
+		return 1
+	fi
+	POD_EXTRA=(--set-annotation "imds.kubevirt.io/cloud-init=@$work/$d/cloud-init"
+		--del-annotation imds.kubevirt.io/user-data --secret "vm-userdata=$work/$d/secret-ud")
+	VOL_IID=$CONT_UUID
+	ok "$l: user data from the VMI's own $VOLUME volume (imds.kubevirt.io/cloud-init $(cat "$work/$d/cloud-init"))"
 }
 
 # reboot_checks <label> <console>: a second boot on the same disk: same instance,
@@ -1325,13 +1365,87 @@ mig_results() {
 	SUMMARY+=("$l: $MIG_SUM")
 }
 
+# --- 8. continuity: from KubeVirt's cloud-init disk to the service ------------------------
+# scenario_continuity: see the header.  KubeVirt's files come from
+# tests/lib/kvci.py nocloud-vmi (meta-data as json.Marshal writes it,
+# pkg/cloud-init/cloud-init.go:80-85, 591; user-data the Secret's bytes); the ISO
+# as KubeVirt makes it (xorrisofs -volid cidata -joliet -rock, cloud-init.go:421-433).
+CONT_UUID=5d307ca9-b3ef-428c-8861-06e72d69f223
+scenario_continuity() {
+	local d=continuity l="$BOOKWORM continuity (KubeVirt's NoCloud disk, then the service)"
+	local con1="$work/continuity/console1.log" con2="$work/continuity/console2.log" out
+	mkdir -p "$work/$d/secret-ud"
+	cp "$USER_DATA" "$work/$d/secret-ud/userdata"
+	if ! out=$("$PY" "$REPO/tests/lib/kvci.py" nocloud-vmi --admission-cli "$ADMISSION_CLI" --name "$VM_NAME" \
+		--namespace default --uuid "$CONT_UUID" --secret vm-userdata --user-data "$USER_DATA" \
+		--out "$work/$d" 2>&1) ||
+		! out=$(genisoimage -quiet -output "$work/$d/cidata.iso" -volid cidata -joliet -rock \
+			"$work/$d/iso/user-data" "$work/$d/iso/meta-data" 2>&1); then
+		not_ok "$l: the VMI through the webhook, KubeVirt's files and their cidata ISO" "$out"
+		return 1
+	fi
+	ok "$l: the VMI's imds.kubevirt.io/cloud-init $(cat "$work/$d/cloud-init"); KubeVirt's meta-data $(cat "$work/$d/iso/meta-data")"
+	POD_EXTRA=(--set-annotation "imds.kubevirt.io/cloud-init=@$work/$d/cloud-init"
+		--del-annotation imds.kubevirt.io/user-data --secret "vm-userdata=$work/$d/secret-ud")
+	if ! pod_up "$d" masquerade >"$work/pod_up.out" 2>&1; then
+		POD_EXTRA=()
+		not_ok "$l: masquerade launcher pod, imds-server run as injected" "$(cat "$work/pod_up.out")"
+		return 1
+	fi
+	if grep -q IMDS_USER_DATA_FILE "$SC_ENV" || ! grep -q IMDS_CLOUD_INIT= "$SC_ENV"; then
+		not_ok "$l: the sidecar takes the volume's user data (IMDS_CLOUD_INIT, no IMDS_USER_DATA_FILE)" "$(cat "$SC_ENV")"
+		return 1
+	fi
+	POD_EXTRA=()
+	ok "$l: masquerade launcher pod, the sidecar configured from the VMI's cloud-init volume"
+	GUEST_ADDR=10.0.2.2/24
+	VM_OVERLAY="$work/$d/disk.qcow2" VM_SERIAL="kubevirt-imds-continuity" boot_guest "$l boot 1" "$con1" \
+		-drive "file=$work/$d/cidata.iso,format=raw,if=virtio,readonly=on" || return 1
+	wait_mark "$l: boot 1 (from the cidata ISO) finished (report printed)" "$con1" 'IMDS-REPORT-DONE boot=1' || return 1
+	local r1 r2
+	r1=$(line "$con1" 'IMDS-RESULT boot=1 ')
+	if [[ $r1 == *'DataSourceNoCloud'*'/dev/vd'* && $r1 == *'"errors":[]'* ]]; then
+		ok "$l: boot 1 read the ISO (${r1#IMDS-RESULT boot=1 })"
+	else
+		not_ok "$l: boot 1 read the ISO, without errors" "$r1"
+	fi
+	if ! wait_mark "$l: root shell on ttyS0 before the poweroff" "$con1" "root@$VM_NAME:~# " 1 60; then
+		return 1
+	fi
+	vm_poweroff 120
+	local t2=$EPOCHREALTIME
+	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l boot 2" "$con2" || return 1
+	wait_mark "$l: boot 2 (from the service alone) finished (report printed)" "$con2" 'IMDS-REPORT-DONE boot=2' || return 1
+	r2=$(line "$con2" 'IMDS-RESULT boot=2 ')
+	if [[ $r2 == *'169.254.169.254'* && $r2 == *'"errors":[]'* ]] &&
+		awk -v t="${t2/,/.}" '$1 >= t && / GET \/v1\/meta-data 200 /' "$SC_LOG.ts" | grep -q .; then
+		ok "$l: boot 2 read the service (${r2#IMDS-RESULT boot=2 })"
+	else
+		not_ok "$l: boot 2 read the service, without errors" "$r2" "$(tail -n 20 "$SC_LOG")"
+	fi
+	local k1 k2
+	k1="$(line "$con1" 'IMDS-HOSTKEYS boot=1 ' | cut -d' ' -f3- | tr ' ' '\n' | grep .)"
+	k2="$(line "$con2" 'IMDS-HOSTKEYS boot=2 ' | cut -d' ' -f3- | tr ' ' '\n' | grep .)"
+	if [[ -n $k1 && $k1 == "$k2" ]]; then
+		ok "$l: SSH host keys unchanged from the disk's boot to the service's ($(wc -l <<<"$k1") keys)"
+	else
+		not_ok "$l: SSH host keys unchanged from the disk's boot to the service's" "boot 1:" "$k1" "boot 2:" "$k2"
+	fi
+	expect_eq "$l: runcmd not run again on boot 2 (the same instance: $CONT_UUID)" 1 "$(cat "$con1" "$con2" | grep -ac 'IMDS-MARK runcmd')"
+	expect_eq "$l: hostname kept on boot 2" "hostname=$VM_NAME" "$(line "$con2" 'IMDS-REPORT-DONE boot=2' | awk '{print $3}')"
+	expect_eq "$l: cloud-init status done on boot 2" "done" "$(line "$con2" 'IMDS-STATUS boot=2 status:' | awk '{print $NF}')"
+	vm_stop "$VM_PIDFILE" 2
+	SUMMARY+=("$l: boot 1 from KubeVirt's disk, boot 2 from the service: the same instance")
+}
+
 L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
 	case $s in
 	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_binding masquerade "$BOOKWORM masquerade" masquerade 1 ;;
 	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
-	bridge) GUEST_IMG=$BOOKWORM_IMG scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
+	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity ;;
+	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
 	trixie | bridge-trixie | passt | ipv6)
 		if [[ -z $TRIXIE_IMG ]]; then
 			not_ok "$s: the trixie guest image"

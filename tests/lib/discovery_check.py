@@ -121,6 +121,7 @@ def case_chassis(fx, vm, where, chassis, want):
         anns = o.get("metadata", {}).get("annotations")
         if anns is not None:
             anns.pop("imds.kubevirt.io/interfaces", None)
+            anns.pop("imds.kubevirt.io/cloud-init", None)
             if not anns and "annotations" not in obj.get("metadata", {}):
                 del o["metadata"]["annotations"]
     report(rest == orig, name + ": nothing else changed")

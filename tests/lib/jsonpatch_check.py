@@ -407,9 +407,17 @@ def check_serial(orig, new, is_vm, plugins):
         es = es if es in ("LiveMigrate", "LiveMigrateIfPossible", "External", "None") else None
         eq("imds.kubevirt.io/eviction-strategy: spec.evictionStrategy", es,
            ((new.get("metadata") or {}).get("annotations") or {}).get(ANN + "eviction-strategy"))
+        # imds.kubevirt.io/cloud-init (issue 30): KubeVirt's identity of
+        # this VMI, a JSON object of strings.
+        ci = json.loads(((new.get("metadata") or {}).get("annotations") or {}).get(ANN + "cloud-init", "null"))
+        result("imds.kubevirt.io/cloud-init: a JSON object of strings",
+               isinstance(ci, dict) and all(isinstance(v, str) for v in ci.values()), ci)
+        eq("imds.kubevirt.io/cloud-init: the firmware UUID",
+           (domain(orig).get("firmware") or {}).get("uuid"), (ci or {}).get("uuid"))
         for o in (a, b):
             ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "interfaces", None)
             ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "eviction-strategy", None)
+            ((o.get("metadata") or {}).get("annotations") or {}).pop(ANN + "cloud-init", None)
     for o in (a, b):
         fw = domain(o).get("firmware")
         if fw is not None:

@@ -194,7 +194,9 @@ def cmd_pod(a):
     for e in ctr.get("env", []):
         if "value" in e:
             val = e["value"]
-            if any(val == mp or val.startswith(mp.rstrip("/") + "/") for mp in mounts):
+            # A path under a mount, or a folder that holds mounts.
+            if any(val == mp or val.startswith(mp.rstrip("/") + "/") or
+                   (val.startswith("/") and mp.startswith(val.rstrip("/") + "/")) for mp in mounts):
                 val = root + val
         elif "valueFrom" in e and "fieldRef" in e["valueFrom"]:
             val = field(pod, e["valueFrom"]["fieldRef"]["fieldPath"])

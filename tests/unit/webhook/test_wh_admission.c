@@ -1169,8 +1169,8 @@ static void test_serial(void **state)
 			 * one masquerade NIC on the pod network in every fixture;
 			 * and its spec.evictionStrategy (None in these fixtures,
 			 * as KubeVirt's examples) as imds.kubevirt.io/eviction-strategy
-			 * (issue 31). */
-			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 3);
+			 * (issue 31); and imds.kubevirt.io/cloud-init (issue 30). */
+			assert_int_equal(json_object_array_length(a.patch), cases[i].vm ? 1 : 4);
 			assert_true(has_op_path(a.patch, cases[i].op, cases[i].path));
 			assert_string_equal(vm_serial(a.object, cases[i].vm), cases[i].want);
 			if (!cases[i].vm) {
@@ -1189,6 +1189,7 @@ static void test_serial(void **state)
 				json_object_object_del(at(o, "metadata", "annotations", NULL), "imds.kubevirt.io/interfaces");
 				json_object_object_del(at(o, "metadata", "annotations", NULL),
 						       "imds.kubevirt.io/eviction-strategy");
+				json_object_object_del(at(o, "metadata", "annotations", NULL), "imds.kubevirt.io/cloud-init");
 			}
 			struct json_object *fw = cases[i].vm ? at(o, "spec", "template", "spec", "domain", "firmware", NULL)
 							     : at(o, "spec", "domain", "firmware", NULL);

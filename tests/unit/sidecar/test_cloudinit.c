@@ -1,0 +1,274 @@
+/* The VM's own cloud-init in the sidecar's instance model (issue 30):
+ * IMDS_CLOUD_INIT read, KubeVirt's identity (pkg/cloud-init/cloud-init.go:
+ * 113-158, 411-419; pkg/util/net/dns/sanitize.go:33-44) and the override,
+ * the precedence of the annotations' files over the volume, a Secret key
+ * that is missing then appears, the accessCredentials' keys verbatim and
+ * re-read through kubelet's ..data swap, and bad settings refused. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cikeys.h"
+#include "instance.h"
+
+static char root[256];
+
+static void put(const char *rel, const char *data)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	FILE *f = fopen(p, "wb");
+	assert_non_null(f);
+	fwrite(data, 1, strlen(data), f);
+	fclose(f);
+}
+
+static void mk(const char *rel)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void ln(const char *target, const char *rel)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(symlink(target, p), 0);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "%s/imds-ci-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	assert_non_null(mkdtemp(root));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+static struct imds_config config(const char *ci)
+{
+	struct imds_config c = {0};
+	c.ns = "demo";
+	c.vm_name = "db-01.prod.example";
+	c.cloud_init = ci;
+	c.cloud_init_dir = root;
+	return c;
+}
+
+static void assert_blob(struct blob *b, const char *want)
+{
+	assert_non_null(b);
+	assert_int_equal(b->len, strlen(want));
+	assert_memory_equal(b->data, want, b->len);
+}
+
+static void test_base64(void **state)
+{
+	(void)state;
+	unsigned char out[16];
+	assert_int_equal(inst_base64("", 0, out), 0);
+	assert_int_equal(inst_base64("/w==", 4, out), 1);
+	assert_int_equal(out[0], 0xff);
+	assert_int_equal(inst_base64("YWJj", 4, out), 3);
+	assert_int_equal(inst_base64("YWJ", 3, out), -1);
+	assert_int_equal(inst_base64("Y===", 4, out), -1);
+	assert_int_equal(inst_base64("YQ=a", 4, out), -1);
+	assert_int_equal(inst_base64("YW-j", 4, out), -1);
+}
+
+/* The identity with and without IMDS_CLOUD_INIT, and the override. */
+static void test_identity(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	struct imds_config c = config("{\"uuid\":\"5d307ca9-b3ef-428c-8861-06e72d69f223\","
+				      "\"instanceType\":\"u1.medium\"}");
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_string_equal(in.iid, "5d307ca9-b3ef-428c-8861-06e72d69f223");
+	assert_string_equal(in.uuid, "5d307ca9-b3ef-428c-8861-06e72d69f223");
+	assert_string_equal(in.os_iid, "db-01.prod.example.demo");
+	assert_string_equal(in.hostname, "db-01");
+	assert_string_equal(in.instance_type, "u1.medium");
+	assert_true(in.instance_type_known);
+	assert_int_equal(in.ci_source, INST_CI_NONE);
+	assert_null(inst_user_data(&in)); /* no volume: nothing of it */
+	inst_close(&in);
+
+	c = config("{\"uuid\":\"u\",\"hostname\":\"web-1\"}");
+	c.instance_id = "mine";
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_string_equal(in.iid, "mine");
+	assert_string_equal(in.uuid, "mine");
+	assert_string_equal(in.os_iid, "mine");
+	assert_string_equal(in.hostname, "web-1");
+	assert_string_equal(in.instance_type, "kubevirt");
+	assert_false(in.instance_type_known);
+	inst_close(&in);
+
+	/* A pod from before the annotation: the old instance-id. */
+	c = config(NULL);
+	c.vm_name = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_string_equal(in.iid, "demo-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	assert_int_equal(strlen(in.hostname), 63); /* DNS1123LabelMaxLength */
+	inst_close(&in);
+}
+
+/* Inline data, decoded; network data on the right layout; the
+ * annotation's files win. */
+static void test_inline_and_precedence(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	struct imds_config c = config("{\"source\":\"configDrive\",\"userData\":\"/wA=\","
+				      "\"networkData\":\"eyJsaW5rcyI6W119\"}");
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	struct blob *u = inst_user_data(&in);
+	assert_int_equal(u->len, 2);
+	assert_memory_equal(u->data, "\xff\0", 2);
+	assert_null(inst_network_config(&in)); /* a config drive's JSON is not NoCloud's */
+	assert_blob(inst_os_network_data(&in), "{\"links\":[]}");
+	inst_close(&in);
+
+	c = config("{\"source\":\"noCloud\",\"networkData\":\"dmVyc2lvbjogMgo=\"}");
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_blob(inst_user_data(&in), ""); /* KubeVirt writes an empty user-data */
+	assert_blob(inst_network_config(&in), "version: 2\n");
+	assert_null(inst_os_network_data(&in));
+	inst_close(&in);
+
+	put("ann-user-data", "from the annotation");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/ann-user-data", root);
+	c = config("{\"source\":\"noCloud\",\"userData\":\"eA==\"}");
+	c.user_data_file = path;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_blob(inst_user_data(&in), "from the annotation");
+	inst_close(&in);
+}
+
+/* The volume's Secret: userdata, else userData; missing, then there. */
+static void test_secret_keys(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	mk("user-data");
+	struct imds_config c = config("{\"source\":\"noCloud\",\"userDataSecret\":\"s\"}");
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_blob(inst_user_data(&in), ""); /* logged; KubeVirt would not start */
+	put("user-data/userData", "camel");
+	assert_blob(inst_user_data(&in), "camel");
+	put("user-data/userdata", "lower wins");
+	assert_blob(inst_user_data(&in), "lower wins");
+	inst_close(&in);
+}
+
+/* accessCredentials: key-name order, verbatim, empty skipped, numbered on
+ * across Secrets; a ..data swap is seen. */
+static void test_keys(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	mk("ssh");
+	mk("ssh/0");
+	mk("ssh/0/..2026_01");
+	put("ssh/0/..2026_01/b-laptop", "ssh-ed25519 B bob\n");
+	put("ssh/0/..2026_01/a-desktop", "ssh-rsa A alice");
+	put("ssh/0/..2026_01/empty", "");
+	ln("..2026_01", "ssh/0/..data");
+	ln("..data/b-laptop", "ssh/0/b-laptop");
+	ln("..data/a-desktop", "ssh/0/a-desktop");
+	ln("..data/empty", "ssh/0/empty");
+	mk("ssh/1");
+	put("ssh/1/key", "ssh-ed25519 O ops");
+	struct imds_config c = config("{\"source\":\"noCloud\",\"userData\":\"eA==\",\"sshSecrets\":\"a,b\"}");
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	struct inst_meta m = inst_meta(&in);
+	assert_int_equal(m.cikeys->n, 3);
+	assert_string_equal(m.cikeys->k[0].v, "ssh-rsa A alice");
+	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 B bob\n");
+	assert_string_equal(m.cikeys->k[2].v, "ssh-ed25519 O ops");
+	uint64_t gen = m.gen;
+	assert_int_equal(inst_meta(&in).gen, gen); /* unchanged: not re-read */
+
+	/* kubelet's swap: a new folder, ..data re-pointed. */
+	mk("ssh/0/..2026_02");
+	put("ssh/0/..2026_02/b-laptop", "ssh-ed25519 C carol");
+	ln("..2026_02", "ssh/0/..data.tmp");
+	char a[512], b[512];
+	snprintf(a, sizeof(a), "%s/ssh/0/..data.tmp", root);
+	snprintf(b, sizeof(b), "%s/ssh/0/..data", root);
+	assert_int_equal(rename(a, b), 0);
+	m = inst_meta(&in);
+	assert_true(m.gen != gen);
+	assert_int_equal(m.cikeys->n, 2); /* a-desktop and empty now dangle */
+	assert_string_equal(m.cikeys->k[0].v, "ssh-ed25519 C carol");
+	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 O ops");
+	inst_close(&in);
+}
+
+static void test_bad_settings(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *ci, *dir, *err;
+	} cases[] = {
+		{"not json", "/x", "IMDS_CLOUD_INIT: not a JSON object of strings"},
+		{"{\"source\":\"disk\"}", "/x", "IMDS_CLOUD_INIT: source: want noCloud or configDrive, got 'disk'"},
+		{"{\"source\":\"noCloud\",\"userData\":\"!\"}", "/x", "IMDS_CLOUD_INIT: userData is not base64"},
+		{"{\"source\":\"noCloud\",\"userDataSecret\":\"s\"}", NULL,
+		 "IMDS_CLOUD_INIT: names Secrets, but IMDS_CLOUD_INIT_DIR is not set"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[256] = "";
+		struct instance in;
+		struct imds_config c = config(cases[i].ci);
+		c.cloud_init_dir = cases[i].dir;
+		assert_int_equal(inst_open(&in, &c, err, sizeof(err)), -EINVAL);
+		if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+			fail_msg("case %zu: %s, want %s", i, err, cases[i].err);
+		inst_close(&in);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_base64),
+		cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_and_precedence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_secret_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_settings, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
