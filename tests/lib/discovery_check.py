@@ -122,6 +122,7 @@ def case_chassis(fx, vm, where, chassis, want):
         if anns is not None:
             anns.pop("imds.kubevirt.io/interfaces", None)
             anns.pop("imds.kubevirt.io/cloud-init", None)
+            anns.pop("imds.kubevirt.io/eviction-strategy", None)
             if not anns and "annotations" not in obj.get("metadata", {}):
                 del o["metadata"]["annotations"]
     report(rest == orig, name + ": nothing else changed")
