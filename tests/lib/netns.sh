@@ -339,21 +339,33 @@ multus_hash() { printf %s "$1" | sha256sum | cut -c1-11; }
 # The bridge CNI's NAD: its pod link joins br-<net> in the node netns, an
 # L2 shared with NS_L2 (another host, 192.168.70.9/24).  Usually IPAM is
 # empty (kubevirt-network.md 2.2): no address, no fake IP, no DHCP.
+# MULTUS_ORDINAL=N: the pod of a VMI from before KubeVirt's hashed names
+# (or its migration target, pkg/network/pod/annotations/generator.go:93-113):
+# the pod interface is net<N> (namescheme/networknamescheme.go:111-123, N
+# the network's place among the secondary Multus networks, from 1), and
+# from it k6t-net<N>, net<N>-nic and tap<N> (link/names.go:34-50;
+# netpod.go:645-664 picks that scheme when the pod has a net<N> link).
 NS_L2=$NS_TAG-l2
 launcher_multus_bridge() {
-	local net=$1 h
+	local net=$1 h podif
 	h=$(multus_hash "$net")
+	podif=pod$h
+	[[ ${MULTUS_ORDINAL:-} ]] && h=net$MULTUS_ORDINAL podif=net$MULTUS_ORDINAL
 	launcher_masquerade || return 1
 	ip -n "$NS_NODE" link add br-l2 type bridge && ip -n "$NS_NODE" link set br-l2 up
-	ip -n "$NS_NODE" link add "l2$h" type veth peer name "pod$h" netns "$NS_POD" || return 1
+	ip -n "$NS_NODE" link add "l2$h" type veth peer name "$podif" netns "$NS_POD" || return 1
 	ip -n "$NS_NODE" link set "l2$h" master br-l2 up
-	ip -n "$NS_POD" link set "pod$h" up
+	ip -n "$NS_POD" link set "$podif" up
 	ns_new "$NS_L2" || return 1
 	ip -n "$NS_NODE" link add l2host type veth peer name eth0 netns "$NS_L2"
 	ip -n "$NS_NODE" link set l2host master br-l2 up
 	ip -n "$NS_L2" link set eth0 address 52:54:00:aa:bb:cc up
 	ip -n "$NS_L2" addr add 192.168.70.9/24 dev eth0
-	_bridged_pod "pod$h" "k6t-$h" "$h-nic" "tap$h"
+	if [[ ${MULTUS_ORDINAL:-} ]]; then
+		_bridged_pod "$podif" "k6t-$podif" "$podif-nic" "tap$MULTUS_ORDINAL"
+	else
+		_bridged_pod "$podif" "k6t-$h" "$h-nic" "tap$h"
+	fi
 }
 
 # passt, core binding or plugin (netpod.go:305-307; the plugin's CNI,
