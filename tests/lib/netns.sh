@@ -147,13 +147,21 @@ node_neighbour() {
 }
 
 # tap_add NAME BRIDGE MTU: a VM tap as virt-handler creates it (nmstate
-# spec.go createTap: kind tun, IFF_TAP, owned by 107; multi-queue when the
-# VMI asks for networkInterfaceMultiqueue: TAP_MQ=0 gives the single-queue
-# tap of the default, which qemu's plain tap netdev opens), then set up as
-# setupInterface does (MTU, master, up).
+# spec.go createTap, through virt-chroot create-tap: kind tun, IFF_TAP,
+# owned by 107), then set up as setupInterface does (MTU, master, up).
+# Single-queue by default, as KubeVirt's: the tap is multi-queue only for
+# more than one queue (cmd/virt-chroot/tap-device-maker.go:27-31), and the
+# queues are the vCPUs only with spec.domain.devices.
+# networkInterfaceMultiqueue: true (pkg/virt-launcher/virtwrap/converter/
+# network/virtio-queues.go:32-45), for a virtio NIC (pkg/network/setup/
+# netpod/netpod.go:406-413), else 0.  TAP_MQ=1 gives that multi-queue tap.
+# Whoever opens the tap must ask for the same (the kernel refuses
+# IFF_MULTI_QUEUE on a single-queue tap and the reverse with EINVAL):
+# tapwire tries both; qemu's tap netdev opens a single queue unless given
+# queues=N (tests/lib/vm.sh, VM_TAP_QUEUES).
 tap_add() {
-	local mq=multi_queue
-	[[ ${TAP_MQ:-1} == 0 ]] && mq=
+	local mq=''
+	[[ ${TAP_MQ:-0} == 1 ]] && mq=multi_queue
 	# shellcheck disable=SC2086 # mq is one word or none
 	ip -n "$NS_POD" tuntap add dev "$1" mode tap $mq user 107 group 107 || return 1
 	ip -n "$NS_POD" link set "$1" mtu "$3" master "$2" up
