@@ -83,8 +83,23 @@ static int index_name_ok(const char *s, size_t n, size_t idx, int strict)
 	return 1;
 }
 
+/* "tap" + a decimal N from 1, no leading zero, at most 3 digits (N counts
+ * a VMI's secondary networks; the annotation has at most IFACES_MAX
+ * entries): the tap of a secondary network in KubeVirt's ordinal scheme
+ * (pod interface net<N>). */
+static int tap_ordinal(const char *s, size_t n)
+{
+	if (n < 4 || n > 6 || s[3] < '1' || s[3] > '9')
+		return 0;
+	for (size_t i = 4; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
 /* A tap name: "tap" and 1..12 more name bytes, so at most the kernel's
- * IFACES_TAP_MAX; strict: tap0 or "tap" + 11 lowercase hex digits. */
+ * IFACES_TAP_MAX; strict: tap0, tap<N> or "tap" + 11 lowercase hex
+ * digits. */
 static int tap_ok(const char *s, size_t n, int strict)
 {
 	if (n < 4 || n > IFACES_TAP_MAX || memcmp(s, "tap", 3) != 0)
@@ -92,7 +107,7 @@ static int tap_ok(const char *s, size_t n, int strict)
 	for (size_t i = 3; i < n; i++)
 		if (!name_byte(s[i]))
 			return 0;
-	if (!strict || (n == 4 && s[3] == '0'))
+	if (!strict || (n == 4 && s[3] == '0') || tap_ordinal(s, n))
 		return 1;
 	if (n != IFACES_TAP_HASHED_LEN)
 		return 0;
@@ -181,7 +196,7 @@ static int parse(const char *s, size_t len, struct ifaces *out, int strict, char
 			if (!tap_ok(f[2], fl[2], strict)) {
 				snprintf(err, errlen, "entry %zu (%s): bad tap name '%.*s'%s", idx, ent->name,
 					 shown(fl[2], 20), f[2],
-					 strict ? " (KubeVirt's are tap0 or tap and 11 lowercase hex digits)"
+					 strict ? " (KubeVirt's are tap0, tap<N> or tap and 11 lowercase hex digits)"
 						: "");
 				return -EINVAL;
 			}

@@ -17,7 +17,11 @@
  *         network (KubeVirt's pkg/network/namescheme/networknamescheme.go
  *         GenerateHashedInterfaceName gives pod<11 hex>,
  *         pkg/network/link/names.go GenerateTapDeviceName "tap" +
- *         podIfaceName[3:]).
+ *         podIfaceName[3:]), or tap<N> in a pod of KubeVirt's older
+ *         ordinal scheme (net<N>, N from 1 over the secondary Multus
+ *         networks in spec order: networknamescheme.go:111-123), which
+ *         VMIs from before the hashed names and their migration targets
+ *         keep (pkg/network/pod/annotations/generator.go:93-113).
  * Errors name the entry by that same index ("entry 0" is interfaces[0]).
  *
  * Adding a binding is a value of enum ifaces_kind and its row in
@@ -105,7 +109,8 @@ int ifaces_parse(const char *s, size_t len, struct ifaces *out, char *err, size_
 /* The checker (the webhook's, of the text it wrote on the VMI): as
  * ifaces_parse, and the text is exactly what ifaces_append writes: an
  * index name is the entry's own (#0 for entry 0, no leading zeros), a TAP
- * is tap0 or "tap" + 11 lowercase hex digits (IFACES_TAP_HASHED_LEN). */
+ * is tap0, "tap" + 11 lowercase hex digits (IFACES_TAP_HASHED_LEN) or
+ * tap<N> (N decimal from 1, no leading zero). */
 int ifaces_parse_strict(const char *s, size_t len, struct ifaces *out, char *err, size_t errlen);
 
 /* The writer: appends entry index to b (with the ',' before it when b is

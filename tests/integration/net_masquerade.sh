@@ -31,10 +31,12 @@ bridge_state() { in_pod ip -o link show k6t-eth0 | sed 's/^[0-9]*: //; s/\\ *lin
 bridge0=$(bridge_state)
 mac_of() { in_pod cat "/sys/class/net/$1/address"; }
 tapd=$(in_pod ip -d -o link show tap0)
-if [[ $tapd == *"tun type tap"* && $tapd == *multi_queue* && $tapd == *"user 107"* ]]; then
-	ok "launcher as KubeVirt builds it: tap0 is a multi-queue tap owned by 107"
+# single-queue: KubeVirt's default (no networkInterfaceMultiqueue); the
+# multi-queue tap is net_multus_ordinal's
+if [[ $tapd == *"tun type tap"* && $tapd != *multi_queue* && $tapd == *"user 107"* ]]; then
+	ok "launcher as KubeVirt builds it: tap0 is a single-queue tap owned by 107"
 else
-	not_ok "launcher as KubeVirt builds it: tap0 is a multi-queue tap owned by 107" "$tapd"
+	not_ok "launcher as KubeVirt builds it: tap0 is a single-queue tap owned by 107" "$tapd"
 fi
 
 # count_plumbing: "veth addresses rules routes tables" — never duplicated.

@@ -437,10 +437,15 @@ pod_up() {
 	local netcfg_arg=(--del-annotation imds.kubevirt.io/network-config)
 	[[ -n ${POD_NETCFG:-} ]] && netcfg_arg=(--set-annotation "imds.kubevirt.io/network-config=@$POD_NETCFG")
 	ns_new "$NS_NODE" && ns_new "$NS_POD" && node_link 1500 || return 1
+	# the tap's queues as qemu opens it (tests/lib/vm.sh): single-queue,
+	# KubeVirt's default; VM_TAP_QUEUES=N > 1 a multi-queue tap and qemu's
+	# queues=N (networkInterfaceMultiqueue with N vCPUs)
+	local mq=0
+	[[ ${VM_TAP_QUEUES:-1} -gt 1 ]] && mq=1
 	case $binding in
-	masquerade | linklocal | masquerade6) TAP_MQ=0 launcher_masquerade || return 1 ;;
-	istio) TAP_MQ=0 launcher_istio || return 1 ;;
-	bridge) TAP_MQ=0 launcher_bridge || return 1 ;;
+	masquerade | linklocal | masquerade6) TAP_MQ=$mq launcher_masquerade || return 1 ;;
+	istio) TAP_MQ=$mq launcher_istio || return 1 ;;
+	bridge) TAP_MQ=$mq launcher_bridge || return 1 ;;
 	passt) launcher_passt || return 1 ;;
 	*) echo "pod_up: unknown binding $binding" >&2; return 1 ;;
 	esac

@@ -147,13 +147,21 @@ node_neighbour() {
 }
 
 # tap_add NAME BRIDGE MTU: a VM tap as virt-handler creates it (nmstate
-# spec.go createTap: kind tun, IFF_TAP, owned by 107; multi-queue when the
-# VMI asks for networkInterfaceMultiqueue: TAP_MQ=0 gives the single-queue
-# tap of the default, which qemu's plain tap netdev opens), then set up as
-# setupInterface does (MTU, master, up).
+# spec.go createTap, through virt-chroot create-tap: kind tun, IFF_TAP,
+# owned by 107), then set up as setupInterface does (MTU, master, up).
+# Single-queue by default, as KubeVirt's: the tap is multi-queue only for
+# more than one queue (cmd/virt-chroot/tap-device-maker.go:27-31), and the
+# queues are the vCPUs only with spec.domain.devices.
+# networkInterfaceMultiqueue: true (pkg/virt-launcher/virtwrap/converter/
+# network/virtio-queues.go:32-45), for a virtio NIC (pkg/network/setup/
+# netpod/netpod.go:406-413), else 0.  TAP_MQ=1 gives that multi-queue tap.
+# Whoever opens the tap must ask for the same (the kernel refuses
+# IFF_MULTI_QUEUE on a single-queue tap and the reverse with EINVAL):
+# tapwire tries both; qemu's tap netdev opens a single queue unless given
+# queues=N (tests/lib/vm.sh, VM_TAP_QUEUES).
 tap_add() {
-	local mq=multi_queue
-	[[ ${TAP_MQ:-1} == 0 ]] && mq=
+	local mq=''
+	[[ ${TAP_MQ:-0} == 1 ]] && mq=multi_queue
 	# shellcheck disable=SC2086 # mq is one word or none
 	ip -n "$NS_POD" tuntap add dev "$1" mode tap $mq user 107 group 107 || return 1
 	ip -n "$NS_POD" link set "$1" mtu "$3" master "$2" up
@@ -339,21 +347,33 @@ multus_hash() { printf %s "$1" | sha256sum | cut -c1-11; }
 # The bridge CNI's NAD: its pod link joins br-<net> in the node netns, an
 # L2 shared with NS_L2 (another host, 192.168.70.9/24).  Usually IPAM is
 # empty (kubevirt-network.md 2.2): no address, no fake IP, no DHCP.
+# MULTUS_ORDINAL=N: the pod of a VMI from before KubeVirt's hashed names
+# (or its migration target, pkg/network/pod/annotations/generator.go:93-113):
+# the pod interface is net<N> (namescheme/networknamescheme.go:111-123, N
+# the network's place among the secondary Multus networks, from 1), and
+# from it k6t-net<N>, net<N>-nic and tap<N> (link/names.go:34-50;
+# netpod.go:645-664 picks that scheme when the pod has a net<N> link).
 NS_L2=$NS_TAG-l2
 launcher_multus_bridge() {
-	local net=$1 h
+	local net=$1 h podif
 	h=$(multus_hash "$net")
+	podif=pod$h
+	[[ ${MULTUS_ORDINAL:-} ]] && h=net$MULTUS_ORDINAL podif=net$MULTUS_ORDINAL
 	launcher_masquerade || return 1
 	ip -n "$NS_NODE" link add br-l2 type bridge && ip -n "$NS_NODE" link set br-l2 up
-	ip -n "$NS_NODE" link add "l2$h" type veth peer name "pod$h" netns "$NS_POD" || return 1
+	ip -n "$NS_NODE" link add "l2$h" type veth peer name "$podif" netns "$NS_POD" || return 1
 	ip -n "$NS_NODE" link set "l2$h" master br-l2 up
-	ip -n "$NS_POD" link set "pod$h" up
+	ip -n "$NS_POD" link set "$podif" up
 	ns_new "$NS_L2" || return 1
 	ip -n "$NS_NODE" link add l2host type veth peer name eth0 netns "$NS_L2"
 	ip -n "$NS_NODE" link set l2host master br-l2 up
 	ip -n "$NS_L2" link set eth0 address 52:54:00:aa:bb:cc up
 	ip -n "$NS_L2" addr add 192.168.70.9/24 dev eth0
-	_bridged_pod "pod$h" "k6t-$h" "$h-nic" "tap$h"
+	if [[ ${MULTUS_ORDINAL:-} ]]; then
+		_bridged_pod "$podif" "k6t-$podif" "$podif-nic" "tap$MULTUS_ORDINAL"
+	else
+		_bridged_pod "$podif" "k6t-$h" "$h-nic" "tap$h"
+	fi
 }
 
 # passt, core binding or plugin (netpod.go:305-307; the plugin's CNI,

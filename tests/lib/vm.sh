@@ -38,6 +38,10 @@
 #   VM_NETDEV   qemu -netdev spec (id net0) instead of the tap (e.g. passt's
 #               stream socket: stream,id=net0,server=off,addr.type=unix,addr.path=S)
 #   VM_QEMU     qemu binary (default qemu-system-x86_64)
+#   VM_TAP_QUEUES  N > 1: open the tap with N queues (queues=N, and the NIC
+#               mq=on,vectors=2N+2, as libvirt does for <driver queues=N/>):
+#               for a multi-queue tap (KubeVirt's networkInterfaceMultiqueue);
+#               unset, one queue, which only a single-queue tap takes
 # Remaining vm_boot arguments are passed to qemu as they are.
 #
 # After vm_boot: VM_PID, VM_PIDFILE, VM_RUN_DIR (monitor + console sockets),
@@ -177,6 +181,10 @@ vm_boot() {
     drive="file=$(_vm_qemu_escape "$img/rootfs.img"),format=raw,if=virtio,snapshot=on,cache=unsafe"
   fi
 
+  local q='' mq=''
+  if [[ -z ${VM_NETDEV:-} && ${VM_TAP_QUEUES:-1} -gt 1 ]]; then
+    q=,queues=$VM_TAP_QUEUES mq=,mq=on,vectors=$((2 * VM_TAP_QUEUES + 2))
+  fi
   local append="console=ttyS0 root=/dev/vda rw net.ifnames=0 mitigations=off ${VM_APPEND:-}"
   local args=(
     -name imds-guest
@@ -184,8 +192,8 @@ vm_boot() {
     -nodefaults -no-user-config -display none
     -kernel "$kernel" -initrd "$img/initrd.img" -append "$append"
     -drive "$drive"
-    -netdev "${VM_NETDEV:-tap,id=net0,ifname=$tap,script=no,downscript=no}"
-    -device "virtio-net-pci,netdev=net0,mac=$mac"
+    -netdev "${VM_NETDEV:-tap,id=net0,ifname=$tap,script=no,downscript=no$q}"
+    -device "virtio-net-pci,netdev=net0,mac=$mac$mq"
     -device virtio-rng-pci
     -smbios "type=1,serial=$(_vm_qemu_escape "$serial")"
     -chardev "socket,id=con0,path=$VM_CONSOLE_SOCK,server=on,wait=off,logfile=$(_vm_qemu_escape "$con"),logappend=off"

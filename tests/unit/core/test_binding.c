@@ -168,7 +168,11 @@ static void test_kinds(void **state)
  * net/core/dev.c dev_valid_name()); the reader takes any such name.
  * KubeVirt makes tap0 and "tap" + 11 hex digits (maxIfaceNameLen = 11,
  * pkg/network/namescheme/networknamescheme.go; "tap" + podIfaceName[3:],
- * pkg/network/link/names.go): 14 bytes, all the strict reading takes. */
+ * pkg/network/link/names.go:34-40): 14 bytes; in its older ordinal
+ * scheme tap<N> for the pod interface net<N> (networknamescheme.go:120-123),
+ * which VMIs from before the hashed names and their migration targets keep
+ * (pkg/network/pod/annotations/generator.go:93-113).  The strict reading
+ * takes those three forms. */
 static void test_tap_limits(void **state)
 {
 	(void)state;
@@ -186,7 +190,14 @@ static void test_tap_limits(void **state)
 		{"a:bridge:tap26578a3280211", -EINVAL, -EINVAL},  /* 16 */
 		{"a:bridge:tap26578a3280", 0, -EINVAL},           /* 13 */
 		{"a:bridge:tap26578A32802", 0, -EINVAL},          /* upper case */
-		{"a:bridge:tap1", 0, -EINVAL},                    /* KubeVirt's ordinal scheme (net1) */
+		{"a:bridge:tap1", 0, 0},                          /* KubeVirt's ordinal scheme (net1) */
+		{"a:bridge:tap12", 0, 0},                         /* net12 */
+		{"a:bridge:tap01", 0, -EINVAL},                   /* no net01 */
+		{"a:bridge:tap1a", 0, -EINVAL},                   /* neither scheme */
+		{"a:bridge:tap123456789012", 0, -EINVAL},         /* 12 digits: neither */
+		{"a:bridge:tap999", 0, 0},                        /* net999 */
+		{"a:bridge:tap1000", 0, -EINVAL},                 /* past 3 digits */
+		{"a:bridge:tap12345678901", 0, 0},                /* 11 digits: a hash can be all digits */
 		{"#0:passt,#1:bridge:tap0", 0, 0},
 		{"#1:passt", 0, -EINVAL},                         /* not its own index */
 		{"#00:passt", 0, -EINVAL},
@@ -198,9 +209,13 @@ static void test_tap_limits(void **state)
 			fail_msg("'%s': lax %d strict %d, want %d %d", t[i].text, lax, strict, t[i].lax,
 				 t[i].strict);
 	}
-	assert_int_equal(ifaces_parse_strict("a:bridge:tap1", 13, &f, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "entry 0 (a): bad tap name 'tap1' (KubeVirt's are tap0 or tap and 11 "
-				 "lowercase hex digits)");
+	assert_int_equal(ifaces_parse_strict("a:bridge:tap01", 14, &f, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "entry 0 (a): bad tap name 'tap01' (KubeVirt's are tap0, tap<N> or tap "
+				 "and 11 lowercase hex digits)");
+	/* an old VMI's pod: both schemes' taps read back as written */
+	assert_int_equal(ifaces_parse_strict("default:masquerade:tap0,blue:bridge:tap1", 40, &f, err,
+					     sizeof(err)), 0);
+	assert_string_equal(f.e[1].tap, "tap1");
 	assert_int_equal(ifaces_parse_strict("x:passt,#0:passt", 16, &f, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "entry 1: bad interface name '#0' (1..63 of [A-Za-z0-9._-], or #1)");
 }

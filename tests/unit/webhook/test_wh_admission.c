@@ -1991,7 +1991,9 @@ static void test_pod_interfaces_env(void **state)
 	assert_null(env_of(sidecar_of(a.object, NULL, NULL), "IMDS_INTERFACES"));
 	answer_free(&a);
 	static const char *const good[] = {"default:masquerade:tap0", "default:masquerade:tap0,br1:bridge:tap26578a32802,fast:sriov",
-					   "", "#0:unknown"};
+					   "", "#0:unknown",
+					   /* an old VMI's pod, KubeVirt's ordinal scheme (net1) */
+					   "default:masquerade:tap0,blue:bridge:tap1"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		set_ann(review, "imds.kubevirt.io/interfaces", good[i]);
 		run_review(&NATIVE, review, &a);
@@ -2000,7 +2002,7 @@ static void test_pod_interfaces_env(void **state)
 		answer_free(&a);
 	}
 	static const char *const bad[] = {"default", "default:masquerade", "default:slirp", "a:passt:tap0",
-					  "#1:passt", "default:bridge:tap1"};
+					  "#1:passt", "default:bridge:tap01"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		set_ann(review, "imds.kubevirt.io/interfaces", bad[i]);
 		run_review(&NATIVE, review, &a);

@@ -224,6 +224,9 @@ static void test_check_table(void **state)
 		"default:masquerade:tap0,br1:bridge:tap26578a32802,fast:sriov",
 		"#0:managedtap:tap0,#1:tap,#2:unknown",
 		"a.b_c-D:managedtap:tapabcdef01234",
+		/* KubeVirt's ordinal scheme: an old VMI's pod (net1 -> tap1) */
+		"default:masquerade:tap0,blue:bridge:tap1,red:bridge:tap2",
+		"default:bridge:tap0,b10:managedtap:tap10",
 	};
 	char err[160];
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -241,11 +244,13 @@ static void test_check_table(void **state)
 		{"default:masquerade", "needs a tap"},
 		{"default:passt:tap0", "takes no tap"},
 		{"default:sriov:tap0", "takes no tap"},
-		{"default:masquerade:tap1", "tap0 or"},
+		{"default:masquerade:tap01", "tap0, tap<N> or"},
+		{"default:masquerade:tap1x", "tap0, tap<N> or"},
+		{"a:bridge:tap1,b:bridge:tap1", "named twice"},
 		{"default:masquerade:tap26578A32802", "lowercase"},
-		{"default:masquerade:tap26578a3280", "tap0 or"},
-		{"default:masquerade:tap26578a328021", "tap0 or"},
-		{"default:masquerade:eth0", "tap0 or"},
+		{"default:masquerade:tap26578a3280", "tap0, tap<N> or"},
+		{"default:masquerade:tap26578a328021", "tap0, tap<N> or"},
+		{"default:masquerade:eth0", "tap0, tap<N> or"},
 		{"default:masquerade:tap0:x", "NAME:KIND"},
 		{"default:Masquerade:tap0", "kind"},
 		{"default:slirp", "kind"},
@@ -319,8 +324,10 @@ static void test_check_prefixes(void **state)
 {
 	(void)state;
 	const char *text = "default:masquerade:tap0,br1:bridge:tap26578a32802,fast:sriov,#3:passt";
-	/* "", then after each whole entry: 23, 49, 60 and 69 bytes */
-	static const size_t ok_at[] = {0, 23, 49, 60, 69};
+	/* "", then after each whole entry: 23, 49, 60 and 69 bytes; and
+	 * 39..41: tap2, tap26 and tap265 are ordinal names (net2, net26,
+	 * net265), tap2657 is not (4 digits) */
+	static const size_t ok_at[] = {0, 23, 39, 40, 41, 49, 60, 69};
 	size_t n = strlen(text);
 	assert_int_equal(n, 69);
 	char err[160];
