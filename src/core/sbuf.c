@@ -105,3 +105,35 @@ int sbuf_b64val(char c, int url)
 		return 63;
 	return -1;
 }
+
+long sbuf_b64decode(const char *s, size_t n, unsigned char *out)
+{
+	unsigned acc = 0, bits = 0, pad = 0;
+	size_t o = 0, digits = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '\r' || c == '\n')
+			continue;
+		digits++;
+		if (c == '=') {
+			pad++;
+			continue;
+		}
+		int v = sbuf_b64val(c, 0);
+		if (v < 0 || pad)
+			return -1; /* not base64, or data after padding */
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	/* Go's StdEncoding: whole quanta, padded; "==" after 2 digits, "="
+	 * after 3. */
+	if (digits % 4 != 0 || pad > 2 || (pad == 2 && bits != 4) || (pad == 1 && bits != 2) ||
+	    (pad == 0 && bits != 0))
+		return -1;
+	return (long)o;
+}

@@ -30,5 +30,10 @@ int sbuf_hexval(char c);
 /* The value of one base64 digit, or -1: RFC 4648's standard alphabet (+ /)
  * or, with url set, its URL-safe one (- _). */
 int sbuf_b64val(char c, int url);
+/* Padded standard base64 as Go's base64.StdEncoding.DecodeString reads it
+ * (KubeVirt's userDataBase64, and the webhook's own annotation the sidecar
+ * reads back): whole quanta, padding required, '\r' and '\n' skipped.
+ * The length, or -1.  out holds at least n / 4 * 3 + 3 bytes. */
+long sbuf_b64decode(const char *s, size_t n, unsigned char *out);
 
 #endif

@@ -48,31 +48,6 @@ static void parse_custom(struct instance *in, int changed)
 	}
 }
 
-long inst_base64(const char *s, size_t n, unsigned char *out)
-{
-	unsigned acc = 0, bits = 0;
-	size_t o = 0, pad = 0;
-	if (n % 4)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '=' && i + 2 >= n) {
-			pad++;
-			continue;
-		}
-		int v = sbuf_b64val(s[i], 0);
-		if (v < 0 || pad)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	return (long)o;
-}
-
 const char *inst_ci(const struct instance *in, const char *key)
 {
 	for (size_t i = 0; i < in->ci.n; i++)
@@ -89,8 +64,8 @@ static int ci_inline(struct instance *in, const char *key, struct blob **out, ch
 	if (!b64)
 		return 0;
 	size_t n = strlen(b64);
-	unsigned char *buf = malloc(n / 4 * 3 + 1);
-	long len = buf ? inst_base64(b64, n, buf) : -1;
+	unsigned char *buf = malloc(n / 4 * 3 + 3);
+	long len = buf ? sbuf_b64decode(b64, n, buf) : -1;
 	if (len >= 0)
 		*out = blob_new((const char *)buf, (size_t)len);
 	free(buf);

@@ -104,9 +104,6 @@ struct blob *inst_network_config(struct instance *in);
 struct blob *inst_os_network_data(struct instance *in);
 /* The value of key in IMDS_CLOUD_INIT, or NULL. */
 const char *inst_ci(const struct instance *in, const char *key);
-/* Decodes base64 (RFC 4648, padded); the length, or -1.  out holds
- * n / 4 * 3 bytes. */
-long inst_base64(const char *s, size_t n, unsigned char *out);
 
 /* The keys and custom keys, re-read first when their sources changed (one
  * lstat and one stat). */

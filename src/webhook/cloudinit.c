@@ -19,38 +19,6 @@
 #define ANN_KV_CLUSTER_INSTANCETYPE "kubevirt.io/cluster-instancetype-name"
 #define ANN_KV_INSTANCETYPE "kubevirt.io/instancetype-name"
 
-long ci_base64_decode(const char *s, size_t n, unsigned char *out)
-{
-	unsigned acc = 0, bits = 0, pad = 0;
-	size_t o = 0, digits = 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (c == '\r' || c == '\n')
-			continue;
-		digits++;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = sbuf_b64val(c, 0);
-		if (v < 0 || pad)
-			return -1; /* not base64, or data after padding */
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	/* Go's StdEncoding: whole quanta, padded; "==" after 2 digits, "="
-	 * after 3. */
-	if (digits % 4 != 0 || pad > 2 || (pad == 2 && bits != 4) || (pad == 1 && bits != 2) ||
-	    (pad == 0 && bits != 0))
-		return -1;
-	return (long)o;
-}
-
 /* ---- reading the datasource -------------------------------------------- */
 
 struct ci_data {
@@ -94,7 +62,7 @@ static long inline_bytes(struct review *a, struct str raw, struct str b64, unsig
 		rv_fail(a, RV_NOMEM, "out of memory");
 		return -1;
 	}
-	long n = ci_base64_decode(b64.p, b64.n, *out);
+	long n = sbuf_b64decode(b64.p, b64.n, *out);
 	if (n < 0) /* KubeVirt's words (admitter:1735-1741, 1770-1776) */
 		rv_fail(a, RV_DENY, "%s.%s.%s is not a valid base64 value.", field, dtype, what);
 	return n;
@@ -537,7 +505,7 @@ void ci_pod_read(struct review *a, struct str text, struct ci_pod *out)
 				goto out;
 			}
 			if (memchr(sv.p, '\n', sv.n) || memchr(sv.p, '\r', sv.n) ||
-			    ci_base64_decode(sv.p, sv.n, tmp) < 0)
+			    sbuf_b64decode(sv.p, sv.n, tmp) < 0)
 				rv_fail(a, RV_DENY, "%s: %.*s is not base64", ANN_CLOUD_INIT, (int)key.n, key.p);
 			free(tmp);
 		} else if (str_is(key, CI_KEY_USER_DATA_SECRET) || str_is(key, CI_KEY_NETWORK_DATA_SECRET)) {

@@ -59,9 +59,5 @@ struct ci_pod {
 void ci_pod_read(struct review *a, struct str text, struct ci_pod *out);
 void ci_pod_free(struct ci_pod *p);
 
-/* Go's base64.StdEncoding.DecodeString, as KubeVirt decodes userDataBase64:
- * padding required, '\r' and '\n' skipped.  The length, or -1.  out holds
- * at least n / 4 * 3 + 3 bytes. */
-long ci_base64_decode(const char *s, size_t n, unsigned char *out);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "cikeys.h"
 #include "instance.h"
+#include "sbuf.h"
 
 static char root[256];
 
@@ -91,14 +92,14 @@ static void test_base64(void **state)
 {
 	(void)state;
 	unsigned char out[16];
-	assert_int_equal(inst_base64("", 0, out), 0);
-	assert_int_equal(inst_base64("/w==", 4, out), 1);
+	assert_int_equal(sbuf_b64decode("", 0, out), 0);
+	assert_int_equal(sbuf_b64decode("/w==", 4, out), 1);
 	assert_int_equal(out[0], 0xff);
-	assert_int_equal(inst_base64("YWJj", 4, out), 3);
-	assert_int_equal(inst_base64("YWJ", 3, out), -1);
-	assert_int_equal(inst_base64("Y===", 4, out), -1);
-	assert_int_equal(inst_base64("YQ=a", 4, out), -1);
-	assert_int_equal(inst_base64("YW-j", 4, out), -1);
+	assert_int_equal(sbuf_b64decode("YWJj", 4, out), 3);
+	assert_int_equal(sbuf_b64decode("YWJ", 3, out), -1);
+	assert_int_equal(sbuf_b64decode("Y===", 4, out), -1);
+	assert_int_equal(sbuf_b64decode("YQ=a", 4, out), -1);
+	assert_int_equal(sbuf_b64decode("YW-j", 4, out), -1);
 }
 
 /* The identity with and without IMDS_CLOUD_INIT, and the override. */

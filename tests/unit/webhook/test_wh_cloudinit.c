@@ -16,6 +16,7 @@
 
 #include "admission.h"
 #include "cloudinit.h"
+#include "sbuf.h"
 
 static const struct admission_config CFG = {.imds_image = "registry.example/imds:test", .native_sidecar = 1};
 static struct admission adm;
@@ -51,7 +52,7 @@ static void review(const char *kind, const char *object, struct ans *a)
 	const char *p64 = json_object_get_string(get(get(a->resp, "response"), "patch"));
 	if (p64) {
 		unsigned char *raw = malloc(strlen(p64));
-		long len = ci_base64_decode(p64, strlen(p64), raw);
+		long len = sbuf_b64decode(p64, strlen(p64), raw);
 		assert_true(len > 0);
 		raw[len] = '\0';
 		a->patch = json_tokener_parse((char *)raw);
@@ -167,7 +168,7 @@ static void test_base64_go(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		unsigned char out[32];
-		long n = ci_base64_decode(cases[i].in, strlen(cases[i].in), out);
+		long n = sbuf_b64decode(cases[i].in, strlen(cases[i].in), out);
 		if (!cases[i].out) {
 			if (n >= 0)
 				fail_msg("%s: decoded, Go refuses it", cases[i].in);
