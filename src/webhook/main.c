@@ -133,6 +133,12 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 		};
 		struct sbuf b = SBUF_INIT(w->metrics_buf, w->metrics_cap);
 		metrics_render(&w->metrics, &mt, &b);
+		/* Here, not in metrics.c: only main.o depends on the version. */
+		sbuf_printf(&b,
+			    "# HELP imds_webhook_build_info The running version (git describe), always 1.\n"
+			    "# TYPE imds_webhook_build_info gauge\n"
+			    "imds_webhook_build_info{version=\"%s\"} 1\n",
+			    IMDS_VERSION);
 		if (b.overflow)
 			http_res_error(res, 500, "internal", "metrics buffer too small");
 		else
@@ -292,6 +298,9 @@ int main(int argc, char **argv)
 	 * answer has been written. */
 	loop_set_before_sleep(w.loop, before_sleep, &w);
 	char where[80];
+	/* The first log line names the version (a start-up error before it is
+	 * one line of its own). */
+	log_info("imds-webhook %s", IMDS_VERSION);
 	log_info("serving admission reviews on %s (image %s, %s sidecar)",
 		 addr_local(fd, where, sizeof(where)), image, mode);
 	r = loop_run(w.loop);
