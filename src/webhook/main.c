@@ -266,6 +266,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: out of memory\n");
 		goto out;
 	}
+	/* The first log line names the version (flushed: errors from here on
+	 * are written straight to stderr, after it). */
+	log_info("imds-webhook %s", IMDS_VERSION);
+	log_flush();
 	w.tls = tls_server_new(w.loop, cert, key, err, sizeof(err));
 	if (!w.tls) {
 		fprintf(stderr, "imds-webhook: %s\n", err);
@@ -298,9 +302,6 @@ int main(int argc, char **argv)
 	 * answer has been written. */
 	loop_set_before_sleep(w.loop, before_sleep, &w);
 	char where[80];
-	/* The first log line names the version (a start-up error before it is
-	 * one line of its own). */
-	log_info("imds-webhook %s", IMDS_VERSION);
 	log_info("serving admission reviews on %s (image %s, %s sidecar)",
 		 addr_local(fd, where, sizeof(where)), image, mode);
 	r = loop_run(w.loop);
