@@ -276,6 +276,9 @@ help:
 	@echo "  fuzz-long      every fuzz target for 10 min, new coverage merged into the corpora"
 	@echo "  coverage       gcov/lcov: line and branch coverage per folder (root)"
 	@echo "  lint           shellcheck, cppcheck and clang-tidy (.clang-tidy) on src/"
+	@echo "  e2e-vm         the VM stage alone (root; VARIANT=asan for the ASan server)"
+	@echo "  debug-curl     on a node: PID=<a launcher pod process> [URL_PATH=/v1/...]"
+	@echo "  unit-bins      the unit tests and test helpers of VARIANT (default debug)"
 	@echo "  clean          remove build/"
 
 # The dependency files of the tree being built ($(B): static-webhook has its own).
@@ -367,9 +370,9 @@ help-deploy:
 	@echo "  generate-certs hack/generate-certs.sh --context KUBE_CONTEXT (CA, Secret, caBundle)"
 	@echo "  undeploy       delete what deploy-webhook applied"
 	@echo "  test-e2e       tests/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
+	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
 	@echo "  release        versioned manifests, images pinned: RELEASE_REGISTRY=R [RELEASE_DIR=dist]"
 	@echo "                 [SERVER_DIGEST=sha256:.. WEBHOOK_DIGEST=sha256:..] -> dist/kubevirt-imds-VERSION/"
-	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
 	@echo
 
 ## e2e-vm: the VM stage alone (root): a Debian 12 guest under qemu (TCG)
