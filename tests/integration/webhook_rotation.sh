@@ -32,7 +32,6 @@ cleanup() {
 	[[ -n $LOOPPID ]] && kill "$LOOPPID" 2>/dev/null
 	[[ -n $SIMPID ]] && kill "$SIMPID" 2>/dev/null
 	[[ -n $WPID ]] && kill -KILL "$WPID" 2>/dev/null
-	wait 2>/dev/null
 	kube_stop
 	rm -rf "$T"
 }
