@@ -23,6 +23,14 @@ RUN make --no-print-directory VARIANT=static VERSION="${VERSION}" server \
  && cp build/static/imds-server /imds-server
 
 FROM scratch
+# OCI labels (make docker-build passes VERSION = git describe, REVISION = the commit).
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="kubevirt-imds-server" \
+      org.opencontainers.image.description="The per-VM instance metadata sidecar of kubevirt-imds" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /imds-server /imds-server
 # The webhook runs it as `/imds-server run` with NET_ADMIN, NET_RAW and
 # NET_BIND_SERVICE only; `serve` needs nothing.

@@ -20,7 +20,12 @@ LLHTTP_DIR ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 
-VERSION := $(shell git -C $(TOP) describe --always --dirty 2>/dev/null || echo dev)
+# The version every binary prints (--version, its first log line, the
+# webhook's imds_webhook_build_info metric): `git describe`, or VERSION=... when
+# there is no .git (the image builds pass it in).  A stamp file per build tree
+# holds it, so a new commit rebuilds the two main.o and nothing else.
+VERSION := $(shell git -C $(TOP) describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION := $(shell git -C $(TOP) rev-parse HEAD 2>/dev/null || echo unknown)
 
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wformat=2 -Wstrict-prototypes \
 	-Wmissing-prototypes -Wvla -Werror
@@ -127,6 +132,13 @@ $(B)/kinc:
 ifeq ($(VARIANT),static)
 $(CORE_OBJ) $(SIDECAR_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o: | $(B)/kinc
 endif
+
+$(B)/version.stamp: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
+.PHONY: FORCE
+FORCE:
+$(B)/src/sidecar/main.o $(B)/src/webhook/main.o: $(B)/version.stamp
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -274,6 +286,9 @@ help:
 	@echo "  fuzz-long      every fuzz target for 10 min, new coverage merged into the corpora"
 	@echo "  coverage       gcov/lcov: line and branch coverage per folder (root)"
 	@echo "  lint           shellcheck, cppcheck and clang-tidy (.clang-tidy) on src/"
+	@echo "  e2e-vm         the VM stage alone (root; VARIANT=asan for the ASan server)"
+	@echo "  debug-curl     on a node: PID=<a launcher pod process> [URL_PATH=/v1/...]"
+	@echo "  unit-bins      the unit tests and test helpers of VARIANT (default debug)"
 	@echo "  clean          remove build/"
 
 # The dependency files of the tree being built ($(B): static-webhook has its own).
@@ -312,9 +327,9 @@ static-webhook-bin:
 docker-build: docker-build-server docker-build-webhook
 docker-build-all: docker-build
 docker-build-server:
-	$(DOCKER) build -f Dockerfile -t $(SERVER_IMAGE) --build-arg VERSION=$(VERSION) .
+	$(DOCKER) build -f Dockerfile -t $(SERVER_IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) .
 docker-build-webhook:
-	$(DOCKER) build -f Dockerfile.webhook -t $(WEBHOOK_IMAGE) --build-arg VERSION=$(VERSION) .
+	$(DOCKER) build -f Dockerfile.webhook -t $(WEBHOOK_IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) .
 
 kind-load: kind-load-all
 kind-load-all:
@@ -337,6 +352,16 @@ generate-certs:
 undeploy:
 	$(KUBECTL) --context $(KUBE_CONTEXT) delete -k deploy/overlays/$(OVERLAY) --ignore-not-found
 
+## release: versioned manifests with both images pinned, in RELEASE_DIR/kubevirt-imds-VERSION/
+## (RELEASE_REGISTRY=quay.io/you required; SERVER_DIGEST/WEBHOOK_DIGEST=sha256:... pin by digest)
+RELEASE_REGISTRY ?=
+RELEASE_DIR ?= dist
+.PHONY: release
+release:
+	@KUBECTL=$(KUBECTL) hack/release.sh --version "$(VERSION)" --registry "$(RELEASE_REGISTRY)" \
+		--out "$(RELEASE_DIR)" $(if $(SERVER_DIGEST),--server-digest $(SERVER_DIGEST)) \
+		$(if $(WEBHOOK_DIGEST),--webhook-digest $(WEBHOOK_DIGEST))
+
 ## test-e2e: kind + KubeVirt + the images + VMs from deploy/test (needs docker, kind, network)
 test-e2e:
 	KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME) KUBE_CONTEXT=$(KUBE_CONTEXT) tests/e2e/run.sh
@@ -356,6 +381,8 @@ help-deploy:
 	@echo "  undeploy       delete what deploy-webhook applied"
 	@echo "  test-e2e       tests/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
 	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
+	@echo "  release        versioned manifests, images pinned: RELEASE_REGISTRY=R [RELEASE_DIR=dist]"
+	@echo "                 [SERVER_DIGEST=sha256:.. WEBHOOK_DIGEST=sha256:..] -> dist/kubevirt-imds-VERSION/"
 	@echo
 
 ## e2e-vm: the VM stage alone (root): a Debian 12 guest under qemu (TCG)

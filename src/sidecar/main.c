@@ -97,6 +97,9 @@ static int cmd_server(int argc, char **argv, int networked)
 		goto out;
 	}
 	if (networked) {
+		/* The first log line names the version (a configuration error
+		 * before it is one line of its own). */
+		log_info("imds-server %s (run)", IMDS_VERSION);
 		status = run_main(l, app, &cfg);
 		goto out;
 	}
@@ -119,6 +122,7 @@ static int cmd_server(int argc, char **argv, int networked)
 		goto out;
 	}
 	char where[80];
+	log_info("imds-server %s (serve)", IMDS_VERSION);
 	log_info("serving %s/%s on %s (rate limit %u/s, hop limit %u)", cfg.ns, cfg.vm_name,
 		 addr_local(fd, where, sizeof(where)), cfg.rate_limit, cfg.hop_limit);
 	r = loop_run(l);
@@ -164,6 +168,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "imds-server: %s\n", err);
 			return EXIT_CONFIG;
 		}
+		log_info("imds-server %s (init)", IMDS_VERSION);
+		log_flush();
 		return init_main(&cfg);
 	}
 	fprintf(stderr, "imds-server: unknown command '%s'\n%s", argv[1], usage);

@@ -133,6 +133,12 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 		};
 		struct sbuf b = SBUF_INIT(w->metrics_buf, w->metrics_cap);
 		metrics_render(&w->metrics, &mt, &b);
+		/* Here, not in metrics.c: only main.o depends on the version. */
+		sbuf_printf(&b,
+			    "# HELP imds_webhook_build_info The running version (git describe), always 1.\n"
+			    "# TYPE imds_webhook_build_info gauge\n"
+			    "imds_webhook_build_info{version=\"%s\"} 1\n",
+			    IMDS_VERSION);
 		if (b.overflow)
 			http_res_error(res, 500, "internal", "metrics buffer too small");
 		else
@@ -260,6 +266,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: out of memory\n");
 		goto out;
 	}
+	/* The first log line names the version (flushed: errors from here on
+	 * are written straight to stderr, after it). */
+	log_info("imds-webhook %s", IMDS_VERSION);
+	log_flush();
 	w.tls = tls_server_new(w.loop, cert, key, err, sizeof(err));
 	if (!w.tls) {
 		fprintf(stderr, "imds-webhook: %s\n", err);

@@ -21,9 +21,11 @@
 # Needs: docker, kind, kubectl, expect, curl; virtctl is downloaded into tmp/e2e.
 set -euo pipefail
 
-# The one place the KubeVirt release is pinned (1.6+: firmware.serial may hold
+# The one place the KubeVirt release is pinned: the release our fixtures were
+# rendered by (tests/fixtures/kubevirt-v1.8.4, tests/integration/deploy_release.sh
+# checks the two agree; 1.6+ is needed anyway: firmware.serial may hold
 # the NoCloud seed, kubevirt/kubevirt#15118).
-KUBEVIRT_VERSION=v1.6.0
+KUBEVIRT_VERSION=v1.8.4
 # The non-VM probe pod.
 CURL_IMAGE=docker.io/curlimages/curl:8.10.1
 

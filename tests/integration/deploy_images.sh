@@ -50,6 +50,12 @@ for f in Dockerfile Dockerfile.webhook; do
 		fi
 	done < <(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$f")
 done
+for f in Dockerfile Dockerfile.webhook; do
+	# shellcheck disable=SC2016 # the Dockerfile's own ${VERSION}, literally
+	expect_eq "$f: final stage labelled with the version, revision and licence (OCI)" \
+		'org.opencontainers.image.version="${VERSION}"|org.opencontainers.image.revision="${REVISION}"|org.opencontainers.image.licenses="Apache-2.0"' \
+		"$(last_stage "$f" | grep -oE 'org.opencontainers.image.(version|revision|licenses)="[^"]*"' | paste -sd'|')"
+done
 expect_eq "server build stage installs musl-tools and node-llhttp" 2 \
 	"$(grep -cE 'musl-tools|node-llhttp' <<<"$(grep -o 'musl-tools\|node-llhttp' Dockerfile | sort -u)")"
 

@@ -81,7 +81,7 @@ fi
 KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
 
 # --- render
-for o in base overlays/cert-manager overlays/manual; do
+for o in base overlays/cert-manager overlays/manual overlays/monitoring; do
 	name=$(basename "$o")
 	if "$KUBECTL_BIN" kustomize "deploy/$o" >"$WORK/$name.yaml" 2>"$WORK/$name.err"; then
 		ok "kubectl kustomize deploy/$o"
@@ -104,7 +104,9 @@ expect_eq "deploy/test: six example files" 6 "$n_examples"
 sed 's/replicas: 2/replicas: two/' "$WORK/base.yaml" >"$WORK/bad-replicas.yaml"
 expect_invalid "validator rejects replicas: two" "$WORK/bad-replicas.yaml"
 sed '0,/failurePolicy: Ignore/s//failurePolicy: Fail/' "$WORK/base.yaml" >"$WORK/bad-policy.yaml"
-expect_invalid "policy rejects failurePolicy: Fail" "$WORK/bad-policy.yaml" --policy base
+expect_invalid "policy rejects failurePolicy: Fail on a webhook unlabelled objects reach" "$WORK/bad-policy.yaml" --policy base
+sed '0,/failurePolicy: Fail/s//failurePolicy: Ignore/' "$WORK/base.yaml" >"$WORK/bad-open.yaml"
+expect_invalid "policy rejects a labelled opt-in that fails open" "$WORK/bad-open.yaml" --policy base
 sed 's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' "$WORK/base.yaml" >"$WORK/bad-ro.yaml"
 expect_invalid "policy rejects a writable root filesystem" "$WORK/bad-ro.yaml" --policy base
 sed 's/imds.kubevirt.io\/enabled: "true"/imds.kubevirt.io\/enabled: "yes"/' deploy/test/vm-cirros.yaml >"$WORK/bad-vm.yaml"
@@ -182,6 +184,8 @@ EOF
 	crd cert-manager.io Issuer issuers
 	crd kubevirt.io VirtualMachine virtualmachines
 	crd k8s.cni.cncf.io NetworkAttachmentDefinition network-attachment-definitions
+	crd monitoring.coreos.com ServiceMonitor servicemonitors
+	crd monitoring.coreos.com PrometheusRule prometheusrules
 } >"$WORK/crds.yaml"
 kctl apply -f "$WORK/crds.yaml" >/dev/null &&
 	kctl wait --for condition=established --timeout=60s crd --all >/dev/null
@@ -189,6 +193,14 @@ to120 "$WORK/cert-manager.yaml" >"$WORK/cert-manager-120.yaml"
 dry_run "deploy/overlays/cert-manager: kubectl apply --dry-run=server" "$WORK/cert-manager-120.yaml"
 to120 "$WORK/manual.yaml" >"$WORK/manual-120.yaml"
 dry_run "deploy/overlays/manual: kubectl apply --dry-run=server" "$WORK/manual-120.yaml"
+dry_run "deploy/overlays/monitoring: kubectl apply --dry-run=server" "$WORK/monitoring.yaml"
+# Every metric the alerts use is one the webhook exports.
+missing=""
+while read -r m; do
+	grep -q "\"$m" src/webhook/metrics.c src/webhook/main.c || missing+=" $m"
+done < <(grep -o 'imds_webhook_[a-z_]*' "$WORK/monitoring.yaml" | sort -u)
+n_alerts=$(grep -c '^ *- alert:' "$WORK/monitoring.yaml")
+expect_eq "deploy/overlays/monitoring: $n_alerts alerts, every metric they use exported by the webhook" "" "$missing"
 kube_create_namespace vms >/dev/null
 for f in deploy/test/*.yaml; do
 	if out=$(kctl -n vms apply --dry-run=server --validate=true -f "$f" 2>&1); then
@@ -212,9 +224,9 @@ kctl -n kubevirt-imds get secret imds-webhook-tls -o 'go-template={{index .data 
 	base64 -d >"$WORK/live-tls.crt" 2>/dev/null
 kctl get mutatingwebhookconfiguration imds-webhook \
 	-o 'go-template={{range .webhooks}}{{.clientConfig.caBundle}}{{"\n"}}{{end}}' >"$WORK/bundles"
-expect_eq "caBundle set, the same CA, on all three webhooks" 1 \
+expect_eq "caBundle set, the same CA, on all seven webhooks" 1 \
 	"$(sort -u "$WORK/bundles" | grep -c .)"
-expect_eq "three webhooks carry a caBundle" 3 "$(grep -c . "$WORK/bundles")"
+expect_eq "seven webhooks carry a caBundle" 7 "$(grep -c . "$WORK/bundles")"
 head -n1 "$WORK/bundles" | base64 -d >"$WORK/live-ca.crt" 2>/dev/null
 check "the Secret's certificate verifies against the patched caBundle" \
 	openssl verify -CAfile "$WORK/live-ca.crt" "$WORK/live-tls.crt"

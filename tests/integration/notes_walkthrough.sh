@@ -103,8 +103,8 @@ fi
 
 # Step 4: kubectl get pods -n kubevirt-imds; kubectl get mutatingwebhookconfiguration imds-webhook
 out=$(kctl get mutatingwebhookconfiguration imds-webhook -o 'jsonpath={.webhooks[*].name}' 2>&1)
-expect_eq "notes: 'kubectl get mutatingwebhookconfiguration imds-webhook' finds it (three webhooks)" \
-	"pods.imds.kubevirt.io vms.imds.kubevirt.io vmis.imds.kubevirt.io" "$out"
+expect_eq "notes: 'kubectl get mutatingwebhookconfiguration imds-webhook' finds it (seven webhooks: fail closed for the labelled)" \
+	"opted-in.pods.imds.kubevirt.io opted-in.vms.imds.kubevirt.io opted-in.vmis.imds.kubevirt.io pods.imds.kubevirt.io vms.imds.kubevirt.io vmis.imds.kubevirt.io vm-updates.imds.kubevirt.io" "$out"
 out=$(kctl -n kubevirt-imds get deployment imds-webhook -o 'jsonpath={.spec.replicas}' 2>&1)
 # No kubelet here: 'get pods' would list none; the Deployment asks for two.
 expect_eq "notes: 'kubectl get pods -n kubevirt-imds' (on a cluster: 2 webhook pods; here the Deployment asks for 2)" \

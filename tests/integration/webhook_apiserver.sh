@@ -300,9 +300,111 @@ for _ in $(seq 150); do
 done
 expect_eq "container mode: imds-server after compute in containers" 1 "$active"
 
-# --- outage: the webhook is gone; pods that did not opt in are still created
+# --- the configuration deploy/base ships (seven webhooks: the labelled fail
+# closed on CREATE, the rest fail open), each pointed at the local webhook by
+# URL with the path it names
+register_shipped() { # port
+	kctl delete mutatingwebhookconfiguration imds-webhook --ignore-not-found >/dev/null
+	"$PY" - "$1" "$(base64 -w0 "$WORK/certs/ca.crt")" >"$WORK/mwc.json" <<'PYEOF'
+import json, sys
+import yaml
+docs = [d for d in yaml.safe_load_all(open("deploy/base/mutatingwebhookconfiguration.yaml")) if d]
+m = docs[0]
+for w in m["webhooks"]:
+    path = w["clientConfig"]["service"]["path"]
+    w["clientConfig"] = {"url": "https://127.0.0.1:%s%s" % (sys.argv[1], path), "caBundle": sys.argv[2]}
+print(json.dumps(m))
+PYEOF
+	kctl create -f "$WORK/mwc.json" >/dev/null
+}
+labelled() { sed 's/^    kubevirt.io: virt-launcher$/&\n    imds.kubevirt.io\/enabled: "true"/'; }
+wh_stop
+wh_start || not_ok "webhook restarted (native mode)"
+register_shipped "$WPORT"
+active=0
+for _ in $(seq 150); do
+	if launcher probe true | labelled | kctl -n "$NS" create --dry-run=server -o json -f - 2>/dev/null |
+		grep -q '"imds.kubevirt.io/injected"'; then
+		active=1
+		break
+	fi
+	sleep 0.2
+done
+expect_eq "shipped configuration in force (a labelled pod through opted-in.pods)" 1 "$active"
+launcher vm-l true | labelled | kctl -n "$NS" create -f - >/dev/null
+get_json pod vm-l >"$WORK/l.json"
+pycheck "shipped configuration, webhook up: a labelled opted-in pod gets imds-server" "$WORK/l.json" \
+	"[c['name'] for c in obj['spec']['initContainers']].count('imds-server') == 1"
+launcher vm-m true | kctl -n "$NS" create -f - >/dev/null
+get_json pod vm-m >"$WORK/m.json"
+pycheck "shipped configuration, webhook up: an annotation-only opted-in pod gets imds-server" "$WORK/m.json" \
+	"[c['name'] for c in obj['spec']['initContainers']].count('imds-server') == 1"
+# vm_labelled NAME: an opted-in VM labelled on its own metadata and its template's
+vm_labelled() {
+	vm "$1" true "" | "$PY" -c 'import sys, yaml, json
+d = yaml.safe_load(sys.stdin)
+for m in (d["metadata"], d["spec"]["template"]["metadata"]):
+    m.setdefault("labels", {})["imds.kubevirt.io/enabled"] = "true"
+print(json.dumps(d))'
+}
+vm_labelled vm-lab | kctl -n "$NS" create -f - >/dev/null
+expect_eq "shipped configuration, webhook up: a labelled VM gets its serial" "$SERIAL" \
+	"$(kctl -n "$NS" get virtualmachine vm-lab -o 'jsonpath={.spec.template.spec.domain.firmware.serial}')"
+
+# --- outage: the webhook is gone; pods that did not opt in are still created,
+# the labelled opted-in are refused with the webhook's name
 wh_stop
 expect_eq "webhook SIGTERM exit status" 0 "$WSTATUS"
+refused() { # name stderr-file webhook-name
+	if grep -q "failed calling webhook \"$3\"" "$2"; then
+		ok "$1"
+	else
+		not_ok "$1" "$(cat "$2")"
+	fi
+}
+if launcher vm-n true | labelled | kctl -n "$NS" create -f - >/dev/null 2>"$WORK/n.err"; then
+	not_ok "webhook down: a labelled opted-in launcher pod is refused" "it was created"
+else
+	refused "webhook down: a labelled opted-in launcher pod is refused, naming opted-in.pods.imds.kubevirt.io" \
+		"$WORK/n.err" opted-in.pods.imds.kubevirt.io
+fi
+if vm_labelled vm-lab2 | kctl -n "$NS" create -f - >/dev/null 2>"$WORK/vm-lab2.err"; then
+	not_ok "webhook down: a labelled VM is refused" "it was created"
+else
+	refused "webhook down: a labelled VM is refused, naming opted-in.vms.imds.kubevirt.io" \
+		"$WORK/vm-lab2.err" opted-in.vms.imds.kubevirt.io
+fi
+if kctl -n "$NS" create -f - >/dev/null 2>"$WORK/vmi-lab.err" <<EOF; then
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vmi-lab
+  labels: {imds.kubevirt.io/enabled: "true"}
+  annotations: {imds.kubevirt.io/enabled: "true"}
+spec: {domain: {devices: {}}}
+EOF
+	not_ok "webhook down: a labelled VMI is refused" "it was created"
+else
+	refused "webhook down: a labelled VMI is refused, naming opted-in.vmis.imds.kubevirt.io" \
+		"$WORK/vmi-lab.err" opted-in.vmis.imds.kubevirt.io
+fi
+if kctl -n "$NS" label virtualmachine vm-lab team=red >/dev/null 2>"$WORK/vm-lab-upd.err"; then
+	ok "webhook down: a labelled VM can still be updated (UPDATE fails open)"
+else
+	not_ok "webhook down: a labelled VM can still be updated (UPDATE fails open)" "$(cat "$WORK/vm-lab-upd.err")"
+fi
+if vm vm-free false "" | kctl -n "$NS" create -f - >/dev/null 2>"$WORK/vm-free.err"; then
+	ok "webhook down: a VM that did not opt in is created"
+else
+	not_ok "webhook down: a VM that did not opt in is created" "$(cat "$WORK/vm-free.err")"
+fi
+if launcher vm-o true | kctl -n "$NS" create -f - >/dev/null 2>"$WORK/o.err"; then
+	get_json pod vm-o >"$WORK/o.json"
+	pycheck "webhook down: an annotation-only opted-in pod fails open (created, without imds-server)" "$WORK/o.json" \
+		"all(c['name'] != 'imds-server' for c in obj['spec']['initContainers'])"
+else
+	not_ok "webhook down: an annotation-only opted-in pod fails open" "$(cat "$WORK/o.err")"
+fi
 if launcher vm-e false | kctl -n "$NS" create -f - >/dev/null 2>"$WORK/e.err"; then
 	ok "webhook down: an opted-out virt-launcher pod is still created"
 else

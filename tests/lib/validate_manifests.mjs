@@ -167,7 +167,7 @@ function checkPolicy(docs, which) {
   c("Namespace kubevirt-imds", () => get("Namespace", "kubevirt-imds"));
   c("every namespaced object in kubevirt-imds", () => {
     for (const d of docs)
-      if (!["Namespace", "MutatingWebhookConfiguration"].includes(d.kind))
+      if (!["Namespace", "MutatingWebhookConfiguration", "PriorityClass"].includes(d.kind))
         assert(d.metadata.namespace === "kubevirt-imds", `${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`);
   });
   c("ServiceAccount: no token, no RBAC", () => {
@@ -207,6 +207,21 @@ function checkPolicy(docs, which) {
     const sel = s.selector.matchLabels;
     for (const [k, val] of Object.entries(sel)) assert(s.template.metadata.labels[k] === val, "selector does not match template");
   });
+  c("Deployment as KubeVirt's own: its PriorityClass, CriticalAddonsOnly, spread over zones", () => {
+    const p = get("Deployment", "imds-webhook").spec.template.spec;
+    const pc = get("PriorityClass", p.priorityClassName);
+    assert(pc.value > 0 && pc.value < 1000000000 && pc.globalDefault === false, "PriorityClass value or globalDefault");
+    assert(p.tolerations?.some((t) => t.key === "CriticalAddonsOnly" && t.operator === "Exists"), "no CriticalAddonsOnly toleration");
+    const ts = p.topologySpreadConstraints?.find((t) => t.topologyKey === "topology.kubernetes.io/zone");
+    assert(ts && ts.whenUnsatisfiable === "ScheduleAnyway" && ts.labelSelector?.matchLabels?.["app.kubernetes.io/name"] === "imds-webhook", "no zone spread");
+  });
+  c("NetworkPolicy: the webhook pods take 8443/TCP only and open nothing", () => {
+    const np = get("NetworkPolicy", "imds-webhook");
+    assert(np.spec.podSelector.matchLabels["app.kubernetes.io/name"] === "imds-webhook", "podSelector");
+    assert(JSON.stringify(np.spec.policyTypes) === '["Ingress","Egress"]', "policyTypes");
+    assert(np.spec.ingress.length === 1 && JSON.stringify(np.spec.ingress[0].ports) === '[{"port":8443,"protocol":"TCP"}]', "ingress is not 8443/TCP alone");
+    assert(Array.isArray(np.spec.egress) && np.spec.egress.length === 0, "egress allowed");
+  });
   c("PodDisruptionBudget minAvailable 1 on the webhook pods", () => {
     const pdb = get("PodDisruptionBudget", "imds-webhook");
     assert(pdb.apiVersion === "policy/v1", "PDB not policy/v1");
@@ -222,12 +237,25 @@ function checkPolicy(docs, which) {
     assert(cp && cp.containerPort === 8443, "targetPort is not the container's 8443");
     assert(svc.spec.selector["app.kubernetes.io/name"] === "imds-webhook", "selector");
   });
-  c("MutatingWebhookConfiguration: pods, VMs, VMIs; Ignore; v1; None; 5 s; IfNeeded; selectors", () => {
+  c("MutatingWebhookConfiguration: labelled opt-in fails closed on CREATE, the rest fails open; v1; None; 5 s; IfNeeded; selectors", () => {
     const mwc = get("MutatingWebhookConfiguration", "imds-webhook");
-    assert(mwc.webhooks.length === 3, "three webhooks");
-    const rules = {};
+    const LABEL = "imds.kubevirt.io/enabled";
+    // "in": the webhook sees only objects labelled LABEL=true; "out": only
+    // objects without it; "all": no label condition.
+    const side = (w) => {
+      const sel = w.objectSelector || {};
+      if (sel.matchLabels?.[LABEL] === "true") return "in";
+      const ex = (sel.matchExpressions || []).find((e) => e.key === LABEL);
+      if (ex) {
+        assert(ex.operator === "NotIn" && JSON.stringify(ex.values) === '["true"]', `${w.name}: ${LABEL} expression`);
+        return "out";
+      }
+      return "all";
+    };
+    const seen = {};
     for (const w of mwc.webhooks) {
-      assert(w.failurePolicy === "Ignore", `${w.name}: failurePolicy ${w.failurePolicy}`);
+      const where = side(w);
+      assert(w.failurePolicy === (where === "in" ? "Fail" : "Ignore"), `${w.name} (${where}): failurePolicy ${w.failurePolicy}`);
       assert(w.sideEffects === "None", `${w.name}: sideEffects`);
       assert(JSON.stringify(w.admissionReviewVersions) === '["v1"]', `${w.name}: admissionReviewVersions`);
       assert(w.timeoutSeconds === 5, `${w.name}: timeoutSeconds`);
@@ -236,13 +264,26 @@ function checkPolicy(docs, which) {
       assert(svc && svc.name === "imds-webhook" && svc.namespace === "kubevirt-imds" && svc.port === 443, `${w.name}: service`);
       const ex = w.namespaceSelector?.matchExpressions?.find((e) => e.key === "kubernetes.io/metadata.name");
       assert(ex && ex.operator === "NotIn" && SYSTEM_NS.every((n) => ex.values.includes(n)), `${w.name}: system namespaces not excluded`);
-      for (const r of w.rules) for (const res of r.resources) rules[res] = r.operations.slice().sort().join(",");
+      for (const r of w.rules)
+        for (const res of r.resources)
+          for (const op of r.operations) {
+            const k = `${res} ${op} ${where}`;
+            assert(!seen[k], `${k}: two webhooks`);
+            seen[k] = w;
+          }
+      if (w.rules.some((r) => r.resources.includes("pods")))
+        assert(w.objectSelector?.matchLabels?.["kubevirt.io"] === "virt-launcher", `${w.name}: pods without kubevirt.io=virt-launcher`);
+      // Fail only where an outage must refuse: creating a labelled object.
+      if (where === "in") assert(w.rules.every((r) => JSON.stringify(r.operations) === '["CREATE"]'), `${w.name}: Fail beyond CREATE`);
     }
-    const pods = mwc.webhooks.find((w) => w.rules.some((r) => r.resources.includes("pods")));
-    assert(pods.objectSelector?.matchLabels?.["kubevirt.io"] === "virt-launcher", "pods: objectSelector");
-    assert(rules.pods === "CREATE", `pods: ${rules.pods}`);
-    assert(rules.virtualmachines === "CREATE,UPDATE", `virtualmachines: ${rules.virtualmachines}`);
-    assert(rules.virtualmachineinstances === "CREATE", `virtualmachineinstances: ${rules.virtualmachineinstances}`);
+    // Each CREATE is served exactly once whether labelled or not; VM UPDATEs
+    // (labelled or not) fail open.
+    for (const res of ["pods", "virtualmachines", "virtualmachineinstances"]) {
+      assert(seen[`${res} CREATE in`] && seen[`${res} CREATE out`] && !seen[`${res} CREATE all`], `${res}: CREATE not split by the label`);
+    }
+    assert(seen["virtualmachines UPDATE all"]?.failurePolicy === "Ignore", "virtualmachines UPDATE: not one Ignore webhook for all");
+    const ops = Object.keys(seen).map((k) => k.split(" ").slice(0, 2).join(" "));
+    assert(ops.every((o) => ["pods CREATE", "virtualmachines CREATE", "virtualmachines UPDATE", "virtualmachineinstances CREATE"].includes(o)), `unexpected rules: ${ops.join(", ")}`);
     if (which === "cert-manager") {
       assert(mwc.metadata.annotations?.["cert-manager.io/inject-ca-from"] === "kubevirt-imds/imds-webhook-serving", "inject-ca-from");
     } else {
