@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "annotations.h"
 #include "k8s_names.h"
 #include "patch.h"
 #include "pod.h"
@@ -358,6 +359,11 @@ int admission_config_check(const struct admission_config *cfg, char *err, size_t
 	__int128 m, l;
 	if (qty_nano(&mem, &m) < 0 || qty_nano(&lim, &l) < 0 || m > l) {
 		snprintf(err, errlen, "sidecar memory: the request must not exceed the memory limit");
+		return -EINVAL;
+	}
+	if (cfg->default_eviction && !ann_eviction_known(cfg->default_eviction)) {
+		snprintf(err, errlen, "default eviction strategy: '%.100s' is not LiveMigrate, "
+			 "LiveMigrateIfPossible, External or None", cfg->default_eviction);
 		return -EINVAL;
 	}
 	if (cfg->vendor_data) {

@@ -55,6 +55,10 @@ struct admission_config {
 	 * the built-ins of ifaces.h; may be NULL with nplugins 0 */
 	const struct ifc_plugin *plugins;
 	size_t nplugins;
+	/* --default-eviction-strategy: the cluster's (the KubeVirt CR's
+	 * spec.configuration.evictionStrategy), recorded for a VMI that sets
+	 * none; NULL: none recorded (the webhook cannot read the CR) */
+	const char *default_eviction;
 };
 
 /* What one caller reuses from review to review; fields are private.

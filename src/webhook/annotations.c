@@ -139,11 +139,21 @@ void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns)
 		list, tail, n + more == 1 ? "is" : "are", n + more == 1 ? "it" : "them");
 }
 
+static const char *const eviction_known[] = {"LiveMigrate", "LiveMigrateIfPossible", "External",
+					     "None", NULL};
+
+int ann_eviction_known(const char *s)
+{
+	for (const char *const *k = eviction_known; *k; k++)
+		if (strcmp(s, *k) == 0)
+			return 1;
+	return 0;
+}
+
 void ann_record_eviction(struct review *a, uint32_t spec, uint32_t anns)
 {
 	static const char path[] = "/metadata/annotations/imds.kubevirt.io~1eviction-strategy";
-	static const char *const known[] = {"LiveMigrate", "LiveMigrateIfPossible", "External", "None",
-					    NULL};
+	const char *const *known = eviction_known;
 	struct str es = rv_str(a, spec, "evictionStrategy", "request.object.spec");
 	struct str old = rv_str(a, anns, ANN_EVICTION_STRATEGY, "request.object.metadata.annotations");
 	if (a->err)
@@ -152,6 +162,10 @@ void ann_record_eviction(struct review *a, uint32_t spec, uint32_t anns)
 	for (const char *const *k = known; es.p && *k && !rec; k++)
 		if (str_is(es, *k))
 			rec = *k;
+	/* None set: the cluster's default applies (virt-controller reads it
+	 * when it decides on an eviction), as the operator told us. */
+	if (!es.p && a->cfg->default_eviction)
+		rec = a->cfg->default_eviction;
 	if (!rec) {
 		/* None set (the cluster's default applies, which the webhook cannot
 		 * read), or a value KubeVirt's own validation refuses: a value a

@@ -62,12 +62,17 @@ void ann_check_data(struct review *a, uint32_t anns, const char *where);
  * and where to move them.  anns, tanns may be JV_NONE. */
 void ann_warn_vm_own(struct review *a, uint32_t anns, uint32_t tanns);
 
+/* 1 when s is an evictionStrategy KubeVirt accepts (LiveMigrate,
+ * LiveMigrateIfPossible, External, None). */
+int ann_eviction_known(const char *s);
+
 /* A VMI's CREATE: its spec.evictionStrategy recorded as
  * imds.kubevirt.io/eviction-strategy, which KubeVirt copies to the launcher
  * pod, where the sidecar reads it (the pod itself does not carry the
- * strategy).  Without one (the cluster's default applies, unknown here) or
- * with a value KubeVirt refuses, a user's annotation is removed.  anns may
- * be JV_NONE only when the VMI has no annotations (not opted in). */
+ * strategy).  Without one, the cluster's default (a->cfg->default_eviction,
+ * from --default-eviction-strategy) when the operator gave it; without
+ * either, or with a value KubeVirt refuses, a user's annotation is removed.
+ * anns may be JV_NONE only when the VMI has no annotations (not opted in). */
 void ann_record_eviction(struct review *a, uint32_t spec, uint32_t anns);
 
 #endif

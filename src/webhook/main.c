@@ -40,6 +40,10 @@ static const char usage[] =
 	"  --sidecar-cpu Q            CPU request of the sidecar (default 10m)\n"
 	"  --sidecar-memory Q         memory request (default 16Mi)\n"
 	"  --sidecar-memory-limit Q   memory limit when the pod is not Guaranteed (default 32Mi)\n"
+	"  --default-eviction-strategy S  the cluster's default evictionStrategy (KubeVirt CR\n"
+	"                             spec.configuration.evictionStrategy: LiveMigrate,\n"
+	"                             LiveMigrateIfPossible, External, None), recorded for a VMI\n"
+	"                             that sets none (default: none recorded)\n"
 	"  --binding-plugin NAME=KIND the kind of NIC a KubeVirt network binding plugin makes\n"
 	"                             (managedtap, passt, tap, masquerade, bridge; repeatable;\n"
 	"                             built in: passt=passt, macvtap=tap, l2bridge=managedtap)\n"
@@ -177,6 +181,7 @@ int main(int argc, char **argv)
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
 	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi", *plugin = NULL;
+	const char *def_eviction = NULL;
 	static struct ifc_plugin plugins[IFC_MAX_PLUGINS];
 	size_t nplugins = 0;
 	for (int i = 1; i < argc; i++) {
@@ -196,7 +201,8 @@ int main(int argc, char **argv)
 		    flag(argc, argv, &i, "--vendor-data-file", &vendor_file) ||
 		    flag(argc, argv, &i, "--sidecar-cpu", &cpu) ||
 		    flag(argc, argv, &i, "--sidecar-memory", &mem) ||
-		    flag(argc, argv, &i, "--sidecar-memory-limit", &mem_limit))
+		    flag(argc, argv, &i, "--sidecar-memory-limit", &mem_limit) ||
+		    flag(argc, argv, &i, "--default-eviction-strategy", &def_eviction))
 			continue;
 		if (flag(argc, argv, &i, "--binding-plugin", &plugin)) {
 			char perr[256];
@@ -240,6 +246,7 @@ int main(int argc, char **argv)
 		.memory_limit = mem_limit,
 		.plugins = plugins,
 		.nplugins = nplugins,
+		.default_eviction = def_eviction,
 	};
 	if (dfile_open(&w.vendor, "--vendor-data-file", vendor_file, err, sizeof(err)) < 0) {
 		fprintf(stderr, "imds-webhook: %s\n", err);

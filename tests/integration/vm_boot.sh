@@ -493,6 +493,7 @@ pod_up() {
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
 		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
 		--set-annotation "imds.kubevirt.io/interfaces=$ifs" \
+		--set-annotation imds.kubevirt.io/eviction-strategy=LiveMigrate \
 		"${netcfg_arg[@]}" "${POD_EXTRA[@]}" >"$SC_ENV" || return 1
 	grep -q "IMDS_INTERFACES=$ifs" "$SC_ENV" || { echo "the webhook gave no IMDS_INTERFACES=$ifs" >&2; return 1; }
 	: >"$SC_LOG"
@@ -1170,6 +1171,13 @@ sed '/addresses:/d' "$NETCFG_FILE" >"$NETCFG_DHCP_FILE"
 # and binding plugins that declare migration (the passt plugin does):
 # pkg/network/vmispec/interface.go:71-87 at v1.8.4.  Leaves NS, SC_* and
 # VM_* naming the target.  Adds a line to SUMMARY.
+# Lifecycle events (issue 31, docs/sidecar.md): the pods carry the VMI's
+# evictionStrategy LiveMigrate as the webhook records it (pod_up); the migration
+# is an eviction's, so the source pod's eviction-in-progress file flips once the
+# guest's long polls wait, before the target pod and the QMP migrate
+# (virt-controller annotates the source pod in the reconcile that creates the
+# migration); the target pod's migration-target-ready file is written when QMP
+# says completed (KubeVirt annotates it once the domain runs there).
 MIG_REVIEW=$work/pod-migration-target.json
 "$PY" - "$POD_REVIEW" "$MIG_REVIEW" <<'PYEOF'
 import json, sys
@@ -1217,6 +1225,16 @@ mig_qemu_target() {
 mig_line() { line "$1" "IMDS-MIG-$2 " | cut -d' ' -f2-; }
 # mig_kv <text> <key>: the value of key=value in a line
 mig_kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
+# podinfo_set <env file> <name> <value>: a file of the pod's IMDS_LIFECYCLE_DIR
+# (the podinfo downward-API volume) replaced in one rename, as kubelet's swap
+# is one; sidecar_env.py writes that volume's files plain (lifecycle.sh runs
+# kubelet's ..data layout).  Prints the host's time of the rename.
+podinfo_set() {
+	local dir
+	dir=$(sed -n 's/^export IMDS_LIFECYCLE_DIR=//p' "$1")
+	[[ -d $dir ]] || { echo "no IMDS_LIFECYCLE_DIR folder in $1" >&2; return 1; }
+	printf '%s' "$3" >"$dir/.$2.tmp" && mv -f "$dir/.$2.tmp" "$dir/$2" && echo "$EPOCHREALTIME"
+}
 
 migrate_checks() {
 	local l="$1 migration" d=$2 ud=${3:-$USER_DATA}
@@ -1234,6 +1252,12 @@ migrate_checks() {
 	done
 	if ! grep -aq 'IMDS-MIG-READY' "$S_CON"; then
 		not_ok "$l: the guest's side started (imds-e2e-migrate)" "$(console_tail "$S_CON")"
+		return 1
+	fi
+	# The eviction: the source pod's annotation, before the target pod exists.
+	local t_flip
+	if ! t_flip=$(podinfo_set "$s_env" eviction-in-progress true 2>&1); then
+		not_ok "$l: the source pod's eviction-in-progress file flipped" "$t_flip"
 		return 1
 	fi
 	# The target pod, on another node; KubeVirt creates it, and its sidecar
@@ -1298,6 +1322,10 @@ migrate_checks() {
 		not_ok "$l: QMP migrate completed" "status ${st:-?}: $out" "$(cat "$work/mig-qemu.err" 2>/dev/null)"
 		return 1
 	fi
+	# The target pod's ready annotation, once the domain runs there.
+	local t_ready
+	t_ready=$(podinfo_set "$SC_ENV" migration-target-ready "$(date -u '+%Y-%m-%d %H:%M:%S.%N +0000 UTC')" 2>&1) ||
+		not_ok "$l: the target pod's migration-target-ready file written" "$t_ready"
 	# The source as KubeVirt stops it: the domain (qemu) is gone, then the
 	# pod's containers end; kubelet sends its native sidecar SIGTERM.
 	vm_stop "$s_pidfile" 5
@@ -1319,6 +1347,35 @@ migrate_checks() {
 		return 1
 	fi
 	mig_results "$l" "$s_log" "$(fsub "$t0" "$EPOCHREALTIME")" "$total" "$down"
+	mig_lifecycle "$l" "$s_log" "$t_flip"
+}
+
+# mig_lifecycle <label> <source log> <flip time>: the guest's notice of the
+# eviction (IMDS-MIG-NOTICE, on the source) and the target's answer
+# (IMDS-MIG-ARRIVED); the source sidecar's "lifecycle: migrate" line on the
+# host's clock, after the flip.  Each figure must be under 1 s.  Adds them
+# to the migration's SUMMARY line.
+mig_lifecycle() {
+	local l=$1 s_log=$2 t_flip=$3 n a h_der h_ms lm gm
+	n=$(mig_line "$S_CON" NOTICE) a=$(mig_line "$VM_CONSOLE_LOG" ARRIVED)
+	h_der=$(grep -a 'lifecycle: migrate by eviction' "$s_log.ts" | head -n 1 | cut -d' ' -f1)
+	h_ms=$(awk -v a="$t_flip" -v b="$h_der" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	lm=$(mig_kv "$n" life_ms) gm=$(mig_kv "$n" gce_ms)
+	if [[ $(cut -d' ' -f1-4 <<<"$n") == "initial=none:NONE life=migrate gce=MIGRATE_ON_HOST_MAINTENANCE flavor=Google" &&
+		$(mig_kv "$n" new_etag) == 1 && $(mig_kv "$n" served_by) == source && -n $h_der &&
+		$lm =~ ^[0-9]+$ && $gm =~ ^[0-9]+$ && $h_ms =~ ^[0-9]+$ ]] && ((lm < 1000 && gm < 1000 && h_ms < 1000)); then
+		ok "$l: the guest's long polls, /v1/lifecycle and GCE's maintenance-event (Metadata-Flavor: Google), answered migrate / MIGRATE_ON_HOST_MAINTENANCE by the source ${lm} / ${gm} ms after its last plain answer still saying none (guest's clock); the sidecar derived it ${h_ms} ms after the eviction file's rename (host's clock), before the target pod and the QMP migrate"
+	else
+		not_ok "$l: the guest's long polls see migrate within 1 s of the eviction file's flip, from the source" \
+			"${n:-no IMDS-MIG-NOTICE line}" "host: sidecar derived migrate at ${h_der:-never} (flip $t_flip: ${h_ms} ms)"
+	fi
+	if [[ $(cut -d' ' -f1-4 <<<"$a") == "state=arrived reason=migration uid=5c8f0e3a-2d1b-4f6e-9a7c-0b1d2e3f4a5b gce=NONE" &&
+		$(mig_kv "$a" new_etag) == 1 ]]; then
+		ok "$l: the target answers arrived by migration (its migrationUID) and GCE's NONE, with a new ETag; first arrived answer $(mig_kv "$a" first_arrived_after_first_target_ms) ms after the target's first answer (guest's clock; the host writes the ready file when it sees QMP completed)"
+	else
+		not_ok "$l: the target answers arrived / NONE with a new ETag" "${a:-no IMDS-MIG-ARRIVED line}"
+	fi
+	SUMMARY[-1]+="; notice: derived ${h_ms} ms after the flip (host's clock), answered ${lm:-?}/${gm:-?} ms after the last none (lifecycle/GCE, guest's clock), arrived $(mig_kv "$a" first_arrived_after_first_target_ms) ms after the target's first answer"
 }
 
 # mig_results <label> <source log> <seconds> <total ms> <downtime ms>: what

@@ -11,7 +11,15 @@ OpenStack meta_data.json with ETags, identity), starts a waiting request
 IMDS-MIG-READY: the host migrates the VM then.  During: asks for
 /v1/identity every 20 ms (0.3 s timeout, a new connection each time) and
 tells the source pod's answers from the target's by podName, until the
-target answered 50 times.  After: the old session token, a new session, the
+target answered 50 times.  Lifecycle events (issue 31): before READY,
+two long polls, /v1/lifecycle?wait_for_change=true and GCE's
+maintenance-event?wait_for_change=true (Metadata-Flavor: Google), and while
+no notice came a plain GET of /v1/lifecycle each round: the host flips the
+source pod's eviction file after READY, and the notice's latency is bounded
+on the guest's clock by (long poll answered) - (last plain answer saying
+none).  On the target, each round asks /v1/lifecycle until it says
+arrived (the host writes the target's ready annotation when QMP says
+completed).  After: the old session token, a new session, the
 same data, the password, the waiting request's end, a new wait on the
 target, the next hop's neighbour entry, and a request with that neighbour
 pinned to a MAC nobody has.  Each result is one console line IMDS-MIG-*.
@@ -23,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 def pick_host():
@@ -83,6 +92,50 @@ def data():
     return seen, pod, ""
 
 
+def longpoll(out, path, headers):
+    """A waiting request; out gets its answer's time, status, body, ETag and
+    Metadata-Flavor header."""
+    c = http.client.HTTPConnection(HOSTURL, 80, timeout=700)
+    try:
+        c.request("GET", path, headers=headers)
+        r = c.getresponse()
+        out.update(status=r.status, body=r.read().decode(errors="replace").strip(),
+                   etag=(r.getheader("ETag") or "").strip('"'), flavor=r.getheader("Metadata-Flavor") or "-")
+    except (OSError, http.client.HTTPException) as e:
+        out.update(status=0, body=type(e).__name__, etag="", flavor="-")
+    finally:
+        c.close()
+        out["t"] = time.monotonic()
+
+
+def life():
+    """/v1/lifecycle now: (state or the status, ETag, the JSON)."""
+    st, b, et = req("GET", "/v1/lifecycle", timeout=0.3)
+    try:
+        j = json.loads(b) if st == 200 else {}
+    except ValueError:
+        j = {}
+    return j.get("state", str(st)), et.strip('"'), j
+
+
+def notice_line(l0, g0, l0_etag, lp_life, lp_gce, last_none, first_plain, by):
+    """IMDS-MIG-NOTICE: the state at rest, what each long poll got, and each
+    one's time after the last plain answer saying none (an upper bound of
+    its latency after the flip, on the guest's clock)."""
+    try:
+        state = json.loads(lp_life["body"]).get("state", "?") if lp_life.get("status") == 200 else lp_life.get("status", "-")
+    except (ValueError, AttributeError):
+        state = "unreadable"
+
+    def after(t):
+        return "-" if t is None or last_none is None else "%d" % (ms(t) - ms(last_none))
+    return ("IMDS-MIG-NOTICE initial=%s:%s life=%s gce=%s flavor=%s life_ms=%s gce_ms=%s plain_ms=%s"
+            " new_etag=%d served_by=%s" % (
+                l0, g0, state, lp_gce.get("body", "-"), lp_gce.get("flavor", "-"), after(lp_life.get("t")),
+                after(lp_gce.get("t")), after(first_plain),
+                int(bool(lp_life.get("etag")) and lp_life.get("etag") != l0_etag), by))
+
+
 def session():
     st, b, _ = req("PUT", "/v1/session", {"X-Metadata-Token-TTL-Seconds": "3600"})
     return st, b.decode(errors="replace") if st == 200 else ""
@@ -131,13 +184,30 @@ def main():
     t_wait = time.monotonic()
     waiter = subprocess.Popen(["curl", "-g", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + keep + ["-m", "900", url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The lifecycle notices' long polls, from the state at rest.
+    l0, l0_etag, _ = life()
+    st, g0, _ = req("GET", "/computeMetadata/v1/instance/maintenance-event", {"Metadata-Flavor": "Google"})
+    g0 = g0.decode(errors="replace").strip() if st == 200 else str(st)
+    lp_life, lp_gce = {}, {}
+    for out, path, hdr in ((lp_life, "/v1/lifecycle?wait_for_change=true&last_etag=%s&timeout_sec=600" % l0_etag, {}),
+                           (lp_gce, "/computeMetadata/v1/instance/maintenance-event?wait_for_change=true&timeout_sec=600",
+                            {"Metadata-Flavor": "Google"})):
+        threading.Thread(target=longpoll, args=(out, path, hdr), daemon=True).start()
     time.sleep(0.5)
+    # The host flips the file once it reads READY: this answer, or a later
+    # one of the loop, is the last "none" before it (the loop's first may
+    # come after the flip).
+    s, _, _ = life()
+    last_none = time.monotonic() if s == "none" else None
+    first_plain = None
     say("IMDS-MIG-READY pod=%s" % src)
+    noticed = False
+    arrived = None
 
     last_src = first_tgt = None
     tgt, fails, n_src, n_tgt, kinds = "", 0, 0, 0, {}
     deadline = time.monotonic() + 400
-    while n_tgt < 50 and time.monotonic() < deadline:
+    while (n_tgt < 50 or (arrived is None and time.monotonic() - first_tgt < 30)) and time.monotonic() < deadline:
         st, b, _ = req("GET", "/v1/identity", {"Metadata": "true"}, timeout=0.3)
         now = time.monotonic()
         pod = ""
@@ -156,6 +226,21 @@ def main():
             fails += 1
             k = b.decode(errors="replace") if st == 0 else str(st)
             kinds[k] = kinds.get(k, 0) + 1
+        if not noticed:
+            s, _, _ = life()
+            t = time.monotonic()
+            if s == "none":
+                last_none = t
+            elif s == "migrate" and first_plain is None:
+                first_plain = t
+            if ("t" in lp_life and "t" in lp_gce) or first_tgt is not None:
+                noticed = True
+                say(notice_line(l0, g0, l0_etag, lp_life, lp_gce, last_none, first_plain,
+                                "source" if first_tgt is None else "target"))
+        elif first_tgt is not None and arrived is None:
+            s, et, j = life()
+            if s == "arrived":
+                arrived = (time.monotonic(), et, j)
         time.sleep(0.02)
     if first_tgt is None:
         say("IMDS-MIG-POLL-TIMEOUT src=%s answers=%d fails=%d" % (src, n_src, fails))
@@ -180,6 +265,14 @@ def main():
     st_old, _, _ = req("GET", "/v1/meta-data", {"X-Metadata-Token": tok1})
     st_put, tok2 = session()
     st_new, _, _ = req("GET", "/v1/meta-data", {"X-Metadata-Token": tok2})
+    # The target's lifecycle answer: arrived, GCE's NONE, a new ETag.
+    s, et, j = life()
+    st, g, _ = req("GET", "/computeMetadata/v1/instance/maintenance-event", {"Metadata-Flavor": "Google"})
+    say("IMDS-MIG-ARRIVED state=%s reason=%s uid=%s gce=%s new_etag=%d first_arrived_after_first_target_ms=%s" % (
+        s, j.get("reason", "-"), j.get("migrationUID") or "-", g.decode(errors="replace").strip() if st == 200 else st,
+        int(bool(et) and et not in (l0_etag, lp_life.get("etag"))),
+        "%d" % (ms(arrived[0]) - ms(first_tgt)) if arrived else "-"))
+
     say("IMDS-MIG-SESSION old_token=%d put=%d new_token=%d len=%d" % (st_old, st_put, st_new, len(tok2)))
 
     after, pod, err = data()

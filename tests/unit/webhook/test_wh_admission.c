@@ -1226,15 +1226,21 @@ static void test_eviction_record(void **state)
 	static const struct {
 		const char *name, *strategy, *old; /* NULL: absent */
 		const char *op, *want;            /* op NULL: no operation on the annotation */
+		const char *def;                  /* --default-eviction-strategy, NULL: none */
 	} cases[] = {
-		{"LiveMigrate recorded", "LiveMigrate", NULL, "add", "LiveMigrate"},
-		{"LiveMigrateIfPossible recorded", "LiveMigrateIfPossible", NULL, "add", "LiveMigrateIfPossible"},
-		{"External recorded", "External", NULL, "add", "External"},
-		{"a stale value replaced", "External", "LiveMigrate", "add", "External"},
-		{"the same value: nothing", "LiveMigrate", "LiveMigrate", NULL, "LiveMigrate"},
-		{"none set: nothing", NULL, NULL, NULL, NULL},
-		{"none set: a user's value removed", NULL, "LiveMigrate", "remove", NULL},
-		{"unknown strategy: a user's value removed", "Sometimes", "LiveMigrate", "remove", NULL},
+		{"LiveMigrate recorded", "LiveMigrate", NULL, "add", "LiveMigrate", NULL},
+		{"LiveMigrateIfPossible recorded", "LiveMigrateIfPossible", NULL, "add", "LiveMigrateIfPossible", NULL},
+		{"External recorded", "External", NULL, "add", "External", NULL},
+		{"a stale value replaced", "External", "LiveMigrate", "add", "External", NULL},
+		{"the same value: nothing", "LiveMigrate", "LiveMigrate", NULL, "LiveMigrate", NULL},
+		{"none set: nothing", NULL, NULL, NULL, NULL, NULL},
+		{"none set: a user's value removed", NULL, "LiveMigrate", "remove", NULL, NULL},
+		{"unknown strategy: a user's value removed", "Sometimes", "LiveMigrate", "remove", NULL, NULL},
+		{"none set: the cluster's default recorded", NULL, NULL, "add", "LiveMigrate", "LiveMigrate"},
+		{"none set: the default replaces a user's value", NULL, "External", "add", "LiveMigrate", "LiveMigrate"},
+		{"none set: the default equal to the value: nothing", NULL, "LiveMigrate", NULL, "LiveMigrate", "LiveMigrate"},
+		{"the VMI's own strategy wins over the default", "External", NULL, "add", "External", "LiveMigrate"},
+		{"unknown strategy with a default: removed", "Sometimes", "LiveMigrate", "remove", NULL, "LiveMigrate"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct json_object *review = fixture("vmi-standalone");
@@ -1246,7 +1252,9 @@ static void test_eviction_record(void **state)
 		if (cases[i].old)
 			set(anns, "imds.kubevirt.io/eviction-strategy", json_object_new_string(cases[i].old));
 		struct answer a;
-		run_review(&NATIVE, review, &a);
+		struct admission_config cfg = NATIVE;
+		cfg.default_eviction = cases[i].def;
+		run_review(&cfg, review, &a);
 		if (a.res.outcome != ADM_PATCHED)
 			fail_msg("%s: %s (%s)", cases[i].name, admission_outcome_name(a.res.outcome), a.res.reason);
 		int add = has_op_path(a.patch, "add", path), rm = has_op_path(a.patch, "remove", path);
@@ -1260,7 +1268,7 @@ static void test_eviction_record(void **state)
 			assert_string_equal(sat(got), cases[i].want);
 		else
 			assert_null(got);
-		assert_second_pass_clean(&NATIVE, review, a.object);
+		assert_second_pass_clean(&cfg, review, a.object);
 		answer_free(&a);
 		json_object_put(review);
 	}
@@ -2095,6 +2103,12 @@ static void test_config_check(void **state)
 	c.memory_limit = "32Mi";
 	c.vendor_data = "#cloud-config\n# ✓\n";
 	assert_int_equal(admission_config_check(&c, err, sizeof(err)), 0);
+	c.default_eviction = "LiveMigrateIfPossible";
+	assert_int_equal(admission_config_check(&c, err, sizeof(err)), 0);
+	c.default_eviction = "liveMigrate"; /* KubeVirt's values are exact */
+	assert_int_equal(admission_config_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "default eviction strategy: 'liveMigrate'"));
+	c.default_eviction = NULL;
 	static const struct {
 		const char *image, *cpu, *memory, *limit, *vendor, *msg;
 	} bad[] = {
