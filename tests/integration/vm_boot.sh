@@ -1364,7 +1364,7 @@ mig_lifecycle() {
 	if [[ $(cut -d' ' -f1-4 <<<"$n") == "initial=none:NONE life=migrate gce=MIGRATE_ON_HOST_MAINTENANCE flavor=Google" &&
 		$(mig_kv "$n" new_etag) == 1 && $(mig_kv "$n" served_by) == source && -n $h_der &&
 		$lm =~ ^[0-9]+$ && $gm =~ ^[0-9]+$ && $h_ms =~ ^[0-9]+$ ]] && ((lm < 1000 && gm < 1000 && h_ms < 1000)); then
-		ok "$l: the guest's long polls, /v1/lifecycle and GCE's maintenance-event (Metadata-Flavor: Google), answered migrate / MIGRATE_ON_HOST_MAINTENANCE by the source ${lm} / ${gm} ms after its last plain answer still saying none (guest's clock); the sidecar derived it ${h_ms} ms after the eviction file's rename (host's clock), before the target pod and the QMP migrate"
+		ok "$l: the guest's long polls, /v1/lifecycle and GCE's maintenance-event (Metadata-Flavor: Google), answered migrate / MIGRATE_ON_HOST_MAINTENANCE by the source ${lm} / ${gm} ms after it sent its last plain request answered none (guest's clock); the sidecar derived it ${h_ms} ms after the eviction file's rename (host's clock), before the target pod and the QMP migrate"
 	else
 		not_ok "$l: the guest's long polls see migrate within 1 s of the eviction file's flip, from the source" \
 			"${n:-no IMDS-MIG-NOTICE line}" "host: sidecar derived migrate at ${h_der:-never} (flip $t_flip: ${h_ms} ms)"

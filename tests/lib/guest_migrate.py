@@ -120,8 +120,8 @@ def life():
 
 def notice_line(l0, g0, l0_etag, lp_life, lp_gce, last_none, first_plain, by):
     """IMDS-MIG-NOTICE: the state at rest, what each long poll got, and each
-    one's time after the last plain answer saying none (an upper bound of
-    its latency after the flip, on the guest's clock)."""
+    one's time after the last plain request answered none was sent (an upper
+    bound of its latency after the flip, on the guest's clock)."""
     try:
         state = json.loads(lp_life["body"]).get("state", "?") if lp_life.get("status") == 200 else lp_life.get("status", "-")
     except (ValueError, AttributeError):
@@ -197,8 +197,13 @@ def main():
     # The host flips the file once it reads READY: this answer, or a later
     # one of the loop, is the last "none" before it (the loop's first may
     # come after the flip).
+    # Each "none" is timed when its request was sent, not when its answer was
+    # read: the flip came after the server answered it, so after the send,
+    # and a long poll's answer can be read before the plain one (the guest's
+    # threads, TCG): a read time gave -6 ms once.
+    t0 = time.monotonic()
     s, _, _ = life()
-    last_none = time.monotonic() if s == "none" else None
+    last_none = t0 if s == "none" else None
     first_plain = None
     say("IMDS-MIG-READY pod=%s" % src)
     noticed = False
@@ -227,10 +232,11 @@ def main():
             k = b.decode(errors="replace") if st == 0 else str(st)
             kinds[k] = kinds.get(k, 0) + 1
         if not noticed:
+            t0 = time.monotonic()
             s, _, _ = life()
             t = time.monotonic()
             if s == "none":
-                last_none = t
+                last_none = t0
             elif s == "migrate" and first_plain is None:
                 first_plain = t
             if ("t" in lp_life and "t" in lp_gce) or first_tgt is not None:
