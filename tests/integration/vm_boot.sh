@@ -1020,11 +1020,25 @@ volume_source() {
 reboot_checks() {
 	local l=$1 con=$2
 	wait_mark "$l: root shell on ttyS0 before the reboot" "$con" "root@$VM_NAME:~# " 1 60 || return 1
-	local t1=$EPOCHREALTIME
+	local t1=$EPOCHREALTIME faults kernel=2 deadline=$((SECONDS + BOOT_TIMEOUT))
+	faults=$(grep -acE "$GUEST_KERNEL_FAULT" "$con")
 	vm_reboot
-	wait_mark "$l: boot 2 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=2' 1 || return 1
+	# An oops or stall of the guest's kernel in boot 2 is the emulator's, as in
+	# first_request (seen in the full run: "Oops: int3" in sched_clock_cpu, 6 s
+	# into boot 2, before any disk write): the machine is reset once, saying
+	# so, and boot 2 is then the third kernel on the console.
+	while ! grep -aq 'IMDS-REPORT-DONE boot=2' "$con" && ((SECONDS < deadline)); do
+		if ((kernel == 2)) && (($(grep -acE "$GUEST_KERNEL_FAULT" "$con") > faults)); then
+			echo "# $l: the guest's kernel oopsed or stalled in boot 2 (TCG; not the sidecar's doing): reset once"
+			grep -aE -A3 "$GUEST_KERNEL_FAULT" "$con" | tail -n 8 | cmt
+			vm_qmp "$VM_QMP" '{"execute":"system_reset"}' >/dev/null
+			kernel=3
+		fi
+		sleep 1
+	done
+	wait_mark "$l: boot 2 finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=2' 1 1 || return 1
 	local t_k2 t_f2
-	t_k2="$(ts_of "$con.ts" 'Linux version' 2)"
+	t_k2="$(ts_of "$con.ts" 'Linux version' "$kernel")"
 	t_f2="$(ts_of "$con.ts" 'IMDS-FINAL ' 2)"
 	M_BOOT2="$(fsub "$t_k2" "$t_f2")"
 	echo "# $l boot 2: reboot typed -> kernel $(fsub "$t1" "$t_k2")s, kernel -> cloud-init final ${M_BOOT2}s"
