@@ -1105,10 +1105,22 @@ restart_during_boot() {
 	done
 	R2_MS=-
 	[[ -n $t ]] && R2_MS=$(awk -v a="${R2_EXEC/,/.}" -v b="$t" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	# Two clocks: the host's (the restart to the copy of the sidecar's log
+	# line, stamped by a copier polling every 50 ms) and the guest's own
+	# (unanswered_ms: its first failed request to its first answer, which
+	# includes the RESTART_GAP the sidecar was down). Either within bound
+	# shows the sidecar answered; both out of bound fails, with both figures
+	# in the title (a CI summary shows only that).
+	local back g_ms g_bound
+	back="$(line "$con" 'IMDS-POLL-BACK')"
+	g_ms=$(sed -n 's/.*unanswered_ms=\([0-9]*\).*/\1/p' <<<"$back")
+	g_bound=$(awk -v g="$RESTART_GAP" 'BEGIN { printf "%.0f", g * 1000 + 1000 }')
 	if [[ $R2_MS != - ]] && ((R2_MS < 1000)); then
-		ok "$l: the polling guest served again ${R2_MS} ms after the restart ($(line "$con" 'IMDS-POLL-BACK' | cut -d' ' -f2-))"
+		ok "$l: the polling guest served again ${R2_MS} ms after the restart (${back#* })"
+	elif [[ -n $g_ms ]] && ((g_ms < g_bound)); then
+		ok "$l: the polling guest served again, ${g_ms} ms unanswered on its own clock (< ${g_bound} ms, the ${RESTART_GAP} s gap included; host clock: ${R2_MS} ms, the log copier's stamp)"
 	else
-		not_ok "$l: the polling guest served again within 1 s of the restart" "restart -> first answer: $R2_MS ms" \
+		not_ok "$l: the polling guest served again within 1 s of the restart (host: ${R2_MS} ms; guest: ${g_ms:--} ms unanswered, bound ${g_bound})" \
 			"$(line "$con" 'IMDS-POLL-')" "$(tail -n 20 "$SC_LOG")"
 	fi
 }
