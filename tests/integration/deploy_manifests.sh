@@ -13,6 +13,8 @@ cd "$(dirname "$0")/../.." || exit 1
 REPO=$(pwd)
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
+# shellcheck source=tests/lib/npm.sh
+. tests/lib/npm.sh
 # shellcheck source=tests/lib/kube.sh
 . tests/lib/kube.sh
 
@@ -31,24 +33,10 @@ cleanup() {
 trap cleanup EXIT
 
 # --- node modules, cached by the hash of the lock file
-LOCK_DIR=$REPO/tests/lib/manifests
-CACHE_ROOT=${IMDS_CACHE_DIR:-$REPO/tmp/cache}
-hash=$(cat "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
-NPM_DIR=$CACHE_ROOT/npm-$hash
-if [[ ! -f $NPM_DIR/COMPLETE ]]; then
-	mkdir -p "$CACHE_ROOT"
-	tmp=$(mktemp -d "$CACHE_ROOT/npm-tmp.XXXXXX")
-	cp "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" "$tmp/"
-	if (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund >npm.log 2>&1); then
-		touch "$tmp/COMPLETE"
-		rm -rf "$NPM_DIR"
-		mv "$tmp" "$NPM_DIR"
-	else
-		not_ok "npm ci of tests/lib/manifests into the cache" "$(tail -n 20 "$tmp/npm.log")"
-		rm -rf "$tmp"
-		tap_done
-		exit 1
-	fi
+if ! npm_cached "$REPO/tests/lib/manifests" npm; then
+	not_ok "npm ci of tests/lib/manifests into the cache" "$NPM_ERR"
+	tap_done
+	exit 1
 fi
 ok "kubernetes-models and js-yaml installed (cache ${NPM_DIR#"$REPO"/})"
 MODULES=$NPM_DIR/node_modules
