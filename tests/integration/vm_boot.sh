@@ -763,7 +763,7 @@ timings() {
 	B_FINAL="$(fsub "$BOOT_T0" "$t_final")"
 	B_REQ="$(fsub "$BOOT_T0" "$t_req")"
 	B_REQ_FINAL="$(fsub "$t_req" "$t_final")"
-	echo "# $l timeline (s since qemu start, TCG, ${VM_SMP:-2} vCPU): kernel $(fsub "$BOOT_T0" "$t_kernel")," \
+	echo "# $l timeline (s since qemu start, TCG, ${VM_SMP:-1} vCPU): kernel $(fsub "$BOOT_T0" "$t_kernel")," \
 		"first request $B_REQ, cloud-init final $B_FINAL, report $(vm_elapsed "$BOOT_T0")"
 	echo "# $l: guest's first request -> cloud-init final stage: ${B_REQ_FINAL}s"
 }
@@ -1600,7 +1600,7 @@ else
 	ok "sidecar logs free of sanitizer reports ($VARIANT)"
 fi
 total="$(vm_elapsed "$T_START")"
-echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-2} vCPU, total ${total}s:"
+echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-1} vCPU, total ${total}s:"
 printf '#   %s\n' "${SUMMARY[@]}"
 ok "VM stage total ${total}s ($VARIANT)"
 tap_done
