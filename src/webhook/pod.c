@@ -23,7 +23,7 @@
 #define VOL_USER_DATA "imds-user-data"
 #define VOL_SSH_KEYS "imds-ssh-keys"
 #define VOL_STATE "imds-state"
-/* --network-mode agent (docs/webhook.md, "Network modes"): the folder the
+/* --network-mode agent (docs/webhook.md, --network-mode): the folder the
  * sidecar binds the node agent's socket in (the contract with src/node/:
  * IMDS_AGENT_SOCKET's default is NODE_DIR "/agent.sock"), and the init
  * container that holds the main containers until the guard is in place when
@@ -31,8 +31,10 @@
 #define VOL_NODE "imds-node"
 #define NODE_DIR "/run/imds-node"
 #define AWAIT_NAME "imds-await"
-/* The launcher's user and group (KubeVirt's nonroot launcher, util.NonRootUID
- * and the pod's runAsGroup in tests/fixtures/kubevirt-v1.8.4). */
+/* The launcher's user and group: KubeVirt's util.NonRootUID
+ * (pkg/util/util.go:30), the pod's runAsUser and runAsGroup
+ * (pkg/virt-controller/services/template.go:314-316, v1.8.4) and its fsGroup
+ * always, so the sidecar reads the same volumes as UID 107. */
 #define LAUNCHER_UID 107
 /* The native sidecar's startupProbe, `imds-server probe`: every second, so
  * compute waits at most a second past "guard in place"; 120 failures (two

@@ -417,7 +417,7 @@ static int has_op_path(struct json_object *patch, const char *op, const char *pa
 
 /* ---- pods -------------------------------------------------------------- */
 
-/* What --network-mode adds (docs/webhook.md, "Network modes"): in agent mode
+/* What --network-mode adds (docs/webhook.md, --network-mode): in agent mode
  * the imds-node emptyDir (disk-backed) at /run/imds-node, IMDS_NET_MODE, and
  * what holds compute until the guard is in place: the native sidecar's
  * startupProbe, or an `imds-server await` init container last among the
