@@ -62,11 +62,19 @@ int nodemsg_encode(const struct nodemsg *m, char *out, size_t cap)
 		    (m->have_bridge && !bridge_ok(m->bridge, strlen(m->bridge))) ||
 		    (m->have_ifaces && !text_ok(m->ifaces, strlen(m->ifaces), 0, IFACES_TEXT_MAX, 1)))
 			return -EINVAL;
+		if (m->have_serving && (m->serving_if < 1 || m->serving_if > INT32_MAX ||
+					m->serving_n < 1 || m->serving_n > NODEMSG_FDS_MAX))
+			return -EINVAL;
 		n = snprintf(out, cap, "imds-node %u config\nvm %s %s\nport %u\nhops %u\n%s%s%s%s%s%s",
 			     NODEMSG_VERSION, m->ns, m->name, m->port, m->hops,
 			     m->have_bridge ? "bridge " : "", m->have_bridge ? m->bridge : "",
 			     m->have_bridge ? "\n" : "", m->have_ifaces ? "interfaces " : "",
 			     m->have_ifaces ? m->ifaces : "", m->have_ifaces ? "\n" : "");
+		if (n >= 0 && (size_t)n < cap && m->have_serving) {
+			int k = snprintf(out + n, cap - (size_t)n, "serving %u %u\n", m->serving_if,
+					 m->serving_n);
+			n = k < 0 ? k : n + k;
+		}
 		break;
 	case NODEMSG_GUARD:
 		if (!m->generation)
@@ -197,6 +205,19 @@ static int decode_config(struct cursor *c, struct nodemsg *m, char *err, size_t 
 			    (unsigned)IFACES_TEXT_MAX);
 		copy(m->ifaces, v, vn);
 		m->have_ifaces = 1;
+		r = next_line(c, &s, &n);
+	}
+	if (r == 1 && key(s, n, "serving", &v, &vn)) {
+		const char *sp2 = memchr(v, ' ', vn);
+		if (!sp2 || number(v, (size_t)(sp2 - v), 1, INT32_MAX, &u))
+			BAD("line %d: 'serving': want an ifindex and a count 1..%u", c->line,
+			    NODEMSG_FDS_MAX);
+		m->serving_if = (unsigned)u;
+		if (number(sp2 + 1, vn - (size_t)(sp2 - v) - 1, 1, NODEMSG_FDS_MAX, &u))
+			BAD("line %d: 'serving': want an ifindex and a count 1..%u", c->line,
+			    NODEMSG_FDS_MAX);
+		m->serving_n = (unsigned)u;
+		m->have_serving = 1;
 		r = next_line(c, &s, &n);
 	}
 	if (r != 0)

@@ -8,11 +8,15 @@
  *   hops <1..64>                imds-node 1 refused <reason>
  *   [bridge <name>]
  *   [interfaces <IMDS_INTERFACES>]
+ *   [serving <ifindex> <count>]
  *
  * Every line ends with '\n'; the lines come in this order, each once; a
  * message with anything else is refused with a reason naming the line.
  * The agent reads IMDS_INTERFACES with the sidecar's own reader
- * (ifaces_parse), so a pod is served the same in either mode.  Both sides
+ * (ifaces_parse), so a pod is served the same in either mode.  `serving`:
+ * the listeners a sidecar already holds (from an agent that restarted since),
+ * bound to veth-imds's ifindex: the agent passes a new set only when
+ * veth-imds changed (a second bind of the same address would fail).  Both sides
  * link this one module: docs/design.md, "The protocol". */
 #ifndef IMDS_NODEMSG_H
 #define IMDS_NODEMSG_H
@@ -40,6 +44,8 @@ struct nodemsg {
 	int have_bridge, have_ifaces;
 	char bridge[NODEMSG_BRIDGE_MAX + 1];
 	char ifaces[IFACES_TEXT_MAX + 1];
+	int have_serving;
+	unsigned serving_if, serving_n;
 	/* guard, listeners */
 	uint64_t generation;
 	unsigned nfds;

@@ -298,7 +298,9 @@ static void pod_connect(struct pod *p)
 	int sfd, c, r;
 
 	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_SOCK_REL);
-	sfd = openat2_beneath(n->dirfd, rel, O_PATH | O_NOFOLLOW);
+	/* no O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a link as the last
+	 * component too (ELOOP), where O_PATH|O_NOFOLLOW would open it */
+	sfd = openat2_beneath(n->dirfd, rel, O_PATH);
 	if (sfd < 0) {
 		if (sfd == -ELOOP || sfd == -EXDEV)
 			pod_say(p, "refused: a symbolic link on the way to %s (not followed)",
@@ -431,6 +433,12 @@ static int pod_activate(struct pod *p)
 	    loop_add(n->loop, p->nftev.fd, LOOP_READABLE, on_nft_event, p))
 		return -ENOMEM;
 	p->generation = 0;
+	/* Listeners the sidecar holds from an agent before us: kept while
+	 * veth-imds is the device they are bound to. */
+	if (p->msg.have_serving) {
+		p->sent_if = (int)p->msg.serving_if;
+		p->sent_v6 = p->msg.serving_n > 1;
+	}
 	p->since_ms = loop_clock_ms();
 	p->said[0] = '\0';
 	log_info("pod %s: sidecar pid %d, VM %s/%s, port %u, hop limit %u%s%s", p->uid, (int)p->pid,
@@ -723,7 +731,7 @@ static void pod_watch(struct pod *p)
 	if (p->wd >= 0)
 		return;
 	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_DIR_REL);
-	fd = openat2_beneath(n->dirfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+	fd = openat2_beneath(n->dirfd, rel, O_PATH | O_DIRECTORY);
 	if (fd < 0)
 		return;
 	snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
@@ -774,7 +782,7 @@ static void pod_check_socket(struct pod *p)
 	if (p->state == POD_IDLE)
 		return;
 	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_SOCK_REL);
-	fd = openat2_beneath(p->node->dirfd, rel, O_PATH | O_NOFOLLOW);
+	fd = openat2_beneath(p->node->dirfd, rel, O_PATH);
 	if (fd < 0)
 		return;
 	if (!fstat(fd, &st) && (st.st_dev != p->sdev || st.st_ino != p->sino)) {

@@ -85,7 +85,7 @@ static int peer_is_root(int fd)
 	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &cl) && c.uid == 0;
 }
 
-static int send_config(int fd, const struct imds_config *cfg)
+static int send_config(int fd, const struct imds_config *cfg, const int *lis, unsigned nlis)
 {
 	struct nodemsg m = {.type = NODEMSG_CONFIG};
 	char buf[NODEMSG_MAX];
@@ -109,6 +109,16 @@ static int send_config(int fd, const struct imds_config *cfg)
 	if (cfg->have_ifaces && ifs) {
 		m.have_ifaces = 1;
 		snprintf(m.ifaces, sizeof(m.ifaces), "%s", ifs);
+	}
+	/* What we serve on already: an agent that restarted keeps it. */
+	if (nlis) {
+		int ifi = 0;
+		socklen_t il = sizeof(ifi);
+		if (!getsockopt(lis[0], SOL_SOCKET, SO_BINDTOIFINDEX, &ifi, &il) && ifi > 0) {
+			m.have_serving = 1;
+			m.serving_if = (unsigned)ifi;
+			m.serving_n = nlis;
+		}
 	}
 	n = nodemsg_encode(&m, buf, sizeof(buf));
 	if (n < 0)
@@ -337,7 +347,7 @@ static void on_accept(struct loop *l, int fd, void *data, int mask)
 		}
 		if (k->conn >= 0)
 			drop_conn(k, "the node agent connected again");
-		if ((r = send_config(c, k->cfg)) || (r = loop_add(l, c, LOOP_READABLE, on_agent, k))) {
+		if ((r = send_config(c, k->cfg, k->lis, k->nlis)) || (r = loop_add(l, c, LOOP_READABLE, on_agent, k))) {
 			log_error("net: sending the configuration to the node agent: %s", strerror(-r));
 			close(c);
 			continue;
@@ -445,7 +455,7 @@ int nodelink_await(const struct imds_config *cfg, const char *sock_path, unsigne
 	while (wait_readable(c >= 0 ? c : lfd, deadline) > 0) {
 		if (c < 0) {
 			c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-			if (c >= 0 && (!peer_is_root(c) || send_config(c, cfg))) {
+			if (c >= 0 && (!peer_is_root(c) || send_config(c, cfg, NULL, 0))) {
 				close(c);
 				c = -1;
 			}

@@ -12,6 +12,8 @@
 #                                   the pod's cgroup, as UID 107 with no capability at all
 #                                   (setpriv --inh-caps=-all --bounding-set=-all);
 #                                   SIDECAR_PID
+#   pod_run UID NS CMD...           CMD in the pod's cgroup and netns NS ("-": the node's),
+#                                   in its imds-node folder; POD_RUN_PID
 #   agent_start LOG [ARGS...]       imds-node --pods-dir PODS_DIR as root in the test's
 #                                   own namespace (the node's); AGENT_PID
 #   agent_stop [SIG]                SIGTERM (or SIG) and wait
@@ -87,6 +89,19 @@ sidecar_start() {
 	PODFOLDER_PIDS+=("$SIDECAR_PID")
 }
 
+pod_run() {
+	local uid=$1 ns=$2 dir cg
+	shift 2
+	dir=$(pod_folder "$uid") && cg=$(pod_cgroup "$uid") || return 1
+	local pre=()
+	[[ $ns != - ]] && pre=(ip netns exec "$ns")
+	# shellcheck disable=SC2016 # $$ is the inner shell's
+	sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg" "$dir" \
+		"${pre[@]}" "$@" &
+	POD_RUN_PID=$!
+	PODFOLDER_PIDS+=("$POD_RUN_PID")
+}
+
 agent_start() {
 	local log=$1
 	shift
@@ -97,8 +112,7 @@ agent_start() {
 agent_stop() {
 	[[ -n "$AGENT_PID" ]] || return 0
 	kill "-${1:-TERM}" "$AGENT_PID" 2>/dev/null
-	AGENT_STATUS=0
-	wait "$AGENT_PID" || AGENT_STATUS=$?
+	wait "$AGENT_PID" 2>/dev/null
 	AGENT_PID=
 }
 
