@@ -95,7 +95,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 WH_FUZZ := $(B)/fuzz/fuzz_admission
-CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces
+CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces $(B)/fuzz/fuzz_nodemsg
 
 .PHONY: all server webhook node build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server

@@ -72,6 +72,7 @@ if grep -q "\"vmName\":\"vm-$UID_B\"" <<<"$out"; then ok "bridge guest served it
 # ---- probe and await ------------------------------------------------------
 # probe_in UID NS: `imds-server probe` as the sidecar runs it (107, in the pod)
 probe_in() {
+	# shellcheck disable=SC2016 # the inner shell's arguments
 	ip netns exec "$2" sh -c 'cd "$1" && shift && exec "$@"' sh "$(pod_folder "$1")" \
 		env IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock \
 		setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
@@ -166,7 +167,7 @@ done
 expect_eq "the pod folder that is a link out of the pods folder: nothing of it followed" "" \
 	"$(grep "${H}04" "$AGENT_LOG" | grep -v 'refused: a symbolic link')"
 expect_eq "no hostile pod got the guard or a listener" "" \
-	"$(grep -E "pod $H[0-9]+: (guard|serving|sidecar pid)" "$AGENT_LOG")"
+	"$(grep -E "pod ${H}[0-9]+: (guard|serving|sidecar pid)" "$AGENT_LOG")"
 t0=$(now_ms)
 okc=0
 for _ in 1 2 3; do
@@ -255,7 +256,7 @@ done
 if ((loop_ok)); then ok "$ROUNDS rounds of $N pods created and deleted: each served through the agent"; else not_ok "$ROUNDS rounds of $N pods created and deleted"; fi
 sleep 1
 fds1=$(find "/proc/$AGENT_PID/fd" -mindepth 1 | wc -l)
-if ((fds1 <= fds0)); then ok "no descriptor leaked over the rounds ($fds0 before, $fds1 after)"; else not_ok "no descriptor leaked over the rounds" "$fds0 before, $fds1 after: $(ls -l "/proc/$AGENT_PID/fd" | tail -5)"; fi
+if ((fds1 <= fds0)); then ok "no descriptor leaked over the rounds ($fds0 before, $fds1 after)"; else not_ok "no descriptor leaked over the rounds" "$fds0 before, $fds1 after: $(find "/proc/$AGENT_PID/fd" -mindepth 1 -printf '%l\n' | sort | uniq -c)"; fi
 if kill -0 "$AGENT_PID" 2>/dev/null; then ok "the agent is alive"; else not_ok "the agent is alive"; fi
 for x in a b; do
 	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$NET_TMP/sidecar-$x.log" "$AGENT_LOG" "$NET_TMP/agent2.log"; then
