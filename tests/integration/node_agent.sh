@@ -191,8 +191,12 @@ for _ in 1 2; do
 	guest_get "$VM_B" /v1/identity -H 'Metadata: true' >/dev/null 2>&1 && okc=$((okc + 1))
 done
 expect_eq "agent dead: the sidecars serve on the listeners they hold" 4 "$okc"
+# restarted with the pods folder read-only, as the DaemonSet mounts it: connecting to a
+# socket asks for write permission on it (net/unix/af_unix.c unix_find_bsd:
+# path_permission MAY_WRITE), which no read-only mount refuses for a socket
+# (fs/namei.c sb_permission: regular files, folders and links only)
 : >"$NET_TMP/agent2.log"
-agent_start "$NET_TMP/agent2.log"
+AGENT_RO=1 agent_start "$NET_TMP/agent2.log"
 for x in A B; do
 	uid_var=UID_$x
 	if wait_for_line "$NET_TMP/agent2.log" "pod ${!uid_var}: serving 1 tap" 10; then
@@ -201,6 +205,11 @@ for x in A B; do
 		not_ok "restarted agent: pod $x followed again" "$(tail -5 "$NET_TMP/agent2.log")"
 	fi
 done
+if grep -q " $PODS_DIR ro," "/proc/$AGENT_PID/mountinfo"; then
+	ok "the restarted agent sees the pods folder read-only"
+else
+	not_ok "the restarted agent sees the pods folder read-only" "$(grep "$PODS_DIR" "/proc/$AGENT_PID/mountinfo")"
+fi
 expect_eq "restarted agent: pod A's plumbing adopted, nothing duplicated or rebuilt" "$plumb_a0" "$(count_in "$NS_A")"
 expect_eq "restarted agent: pod B's plumbing adopted, nothing duplicated or rebuilt" "$plumb_b0" "$(count_in "$NS_B")"
 expect_eq "restarted agent: no listener passed again (the sidecars hold theirs), nothing restored" "" \

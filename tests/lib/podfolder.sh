@@ -15,7 +15,8 @@
 #   pod_run UID NS CMD...           CMD in the pod's cgroup and netns NS ("-": the node's),
 #                                   in its imds-node folder; POD_RUN_PID
 #   agent_start LOG [ARGS...]       imds-node --pods-dir PODS_DIR as root in the test's
-#                                   own namespace (the node's); AGENT_PID
+#                                   own namespace (the node's); AGENT_PID; AGENT_RO=1: the
+#                                   pods folder read-only to it
 #   agent_stop [SIG]                SIGTERM (or SIG) and wait
 #   caps_of PID                     "CapEff CapPrm CapBnd" of a process
 # The folders above the pods folder are opened to UID 107 (o+x): in a pod the
@@ -102,10 +103,15 @@ pod_run() {
 	PODFOLDER_PIDS+=("$POD_RUN_PID")
 }
 
+# AGENT_RO=1: the pods folder mounted read-only for it, as the DaemonSet's
+# hostPath is (in a mount namespace of its own).
 agent_start() {
-	local log=$1
+	local log=$1 pre=()
 	shift
-	"$IMDS_NODE" --pods-dir "$PODS_DIR" --rescan-ms 500 "$@" >>"$log" 2>&1 &
+	# shellcheck disable=SC2016 # the inner shell's arguments
+	[[ ${AGENT_RO:-0} == 1 ]] && pre=(unshare -m --propagation private sh -c
+		'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' sh "$PODS_DIR")
+	"${pre[@]}" "$IMDS_NODE" --pods-dir "$PODS_DIR" --rescan-ms 500 "$@" >>"$log" 2>&1 &
 	AGENT_PID=$!
 }
 
