@@ -173,11 +173,11 @@ static int send_msg(struct pod *p, const struct nodemsg *m, const int *fds, unsi
 	if (nfds) {
 		memset(&cm, 0, sizeof(cm));
 		mh.msg_control = cm.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		mh.msg_controllen = (socklen_t)CMSG_SPACE(sizeof(int) * nfds);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		c->cmsg_len = (socklen_t)CMSG_LEN(sizeof(int) * nfds);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 	}
 	/* Never blocks: a sidecar that does not read is dropped. */

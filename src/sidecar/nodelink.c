@@ -165,9 +165,10 @@ static int recv_msg(int fd, struct nodemsg *m, int *fds, unsigned *nfds, char *e
 	err[0] = '\0';
 	if (got < 0)
 		return errno == EAGAIN || errno == EINTR ? -EAGAIN : errno ? -errno : -EIO;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
+	/* The kernel gathers every SCM_RIGHTS of a message into one header
+	 * (net/core/scm.c scm_detach_fds), and we ask for no other kind. */
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (size_t i = 0; i < k; i++) {
 			int f;
