@@ -41,6 +41,27 @@ if ! [[ -x "$IMDS_NODE" ]] || ! pod_setup "$NS_A" "$NS_TAG-na" "$VM_A" masquerad
 	exit 1
 fi
 
+# A third pod, passt (KubeVirt's passt binding: no tap, passt connects from the pod for
+# its guest, over loopback; net_passt.sh), with IPv6 in the pod: the agent's listeners
+# then allow loopback and include the two IPv6 ones.
+UID_P=0b6f4c1e-1a2b-4c3d-8e9f-00000000000d
+NS_P=$NS_TAG-pp
+VM_P=$NS_TAG-vp
+if ! command -v pasta >/dev/null || ! {
+	NS_POD=$NS_P NS_NODE=$NS_TAG-np
+	ns_new "$NS_POD" && ns_new "$NS_NODE" && NODE_V6=1 node_link 1400 && launcher_passt && ns_new "$VM_P"
+}; then
+	not_ok "a passt launcher pod set up (needs pasta: Debian's passt package)"
+	tap_done
+	exit 1
+fi
+ip netns exec "$NS_P" pasta --runas 0 --config-net -f -I eth0 --netns "/run/netns/$VM_P" \
+	>"$NET_TMP/pasta.log" 2>&1 &
+BG_PIDS+=($!)
+for _ in $(seq 200); do ip -n "$VM_P" -4 addr show dev eth0 2>/dev/null | grep -q inet && break; sleep 0.02; done
+ip -n "$VM_P" route add "$POD_GW" dev eth0 scope link 2>/dev/null
+ip -n "$VM_P" route add default via "$POD_GW" 2>/dev/null
+
 # count_in NS: count_plumbing of that pod
 count_in() { NS_POD=$1 count_plumbing; }
 
@@ -51,7 +72,8 @@ sidecar_start "$UID_A" "$NS_A" "$NET_TMP/sidecar-a.log" IMDS_INTERFACES=default:
 PID_A=$SIDECAR_PID
 sidecar_start "$UID_B" "$NS_B" "$NET_TMP/sidecar-b.log" IMDS_INTERFACES=default:bridge:tap0
 PID_B=$SIDECAR_PID
-for x in a b; do
+sidecar_start "$UID_P" "$NS_P" "$NET_TMP/sidecar-p.log" IMDS_INTERFACES=default:passt
+for x in a b p; do
 	if wait_for_line "$NET_TMP/sidecar-$x.log" 'net: serving .* from the node agent' 15; then
 		ok "pod $x: the sidecar serves on the agent's listeners"
 	else
@@ -68,6 +90,11 @@ out=$(guest_get "$VM_A" /v1/identity -H 'Metadata: true' 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_A\"" <<<"$out"; then ok "masquerade guest served its own identity"; else not_ok "masquerade guest served its own identity" "$out"; fi
 out=$(guest_get "$VM_B" /v1/identity -H 'Metadata: true' 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_B\"" <<<"$out"; then ok "bridge guest served its own identity"; else not_ok "bridge guest served its own identity" "$out"; fi
+out=$(guest_get "$VM_P" /v1/identity -H 'Metadata: true' 2>&1)
+if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served its own identity (passt's connection over the pod's loopback)"; else not_ok "passt guest served its own identity" "$out" "$(tail -3 "$NET_TMP/sidecar-p.log")"; fi
+out=$(ip netns exec "$VM_P" curl -sS -g --max-time 3 -H 'Metadata: true' "http://[fd00:ec2::254]/v1/identity" 2>&1)
+if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served over IPv6 ([fd00:ec2::254], a listener the agent passed)"; else not_ok "passt guest served over IPv6" "$out"; fi
+if grep -q 'serving 169.254.169.254:80 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
 
 # ---- probe and await ------------------------------------------------------
 # probe_in UID NS: `imds-server probe` as the sidecar runs it (107, in the pod)
