@@ -265,6 +265,7 @@ fds0=$(find "/proc/$AGENT_PID/fd" -mindepth 1 | wc -l)
 loop_ok=1
 for ((r = 1; r <= ROUNDS; r++)); do
 	pids=()
+	kept=${#PODFOLDER_PIDS[@]}
 	for ((i = 0; i < N; i++)); do
 		u=$(printf '1a2b3c4d-0000-4000-8000-%04d%08d' "$r" "$i")
 		ns=$NS_TAG-l$i
@@ -286,7 +287,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		rmdir "$CG_ROOT/kubepods/pod$u" 2>/dev/null
 		ip netns del "$NS_TAG-l$i"
 	done
-	PODFOLDER_PIDS=("${PODFOLDER_PIDS[@]:0:0}")
+	PODFOLDER_PIDS=("${PODFOLDER_PIDS[@]:0:kept}") # this round's are gone
 	wait_for_line "$NET_TMP/agent2.log" "pod $u: its folder is gone" 10 || loop_ok=0
 done
 if ((loop_ok)); then ok "$ROUNDS rounds of $N pods created and deleted: each served through the agent"; else not_ok "$ROUNDS rounds of $N pods created and deleted"; fi
