@@ -114,7 +114,7 @@ node: $(B)/imds-node
 
 static: deps-build
 	@$(MAKE) --no-print-directory VARIANT=static server node
-	@ls -l build/static/imds-server | awk '{print "build/static/imds-server: " $$5 " bytes"}'
+	@ls -l build/static/imds-server build/static/imds-node | awk '{print $$9 ": " $$5 " bytes"}'
 
 asan: deps-build
 	@$(MAKE) --no-print-directory VARIANT=asan server webhook node unit-bins
@@ -286,7 +286,7 @@ clean:
 help:
 	@echo "kubevirt-imds make targets:"
 	@echo "  all (default)  debug build: build/debug/imds-server, build/debug/imds-webhook, build/debug/imds-node"
-	@echo "  static         static musl binary: build/static/imds-server"
+	@echo "  static         static musl binaries: build/static/imds-server, build/static/imds-node"
 	@echo "  asan           ASan+UBSan build and unit tests"
 	@echo "  fuzz           libFuzzer targets"
 	@echo "  test           the whole suite (root: network namespaces); ends 'N passed, N failed'"
@@ -314,13 +314,14 @@ IMAGE_TAG ?= dev
 # Not "latest": kubelet would always pull it, and a kind-loaded image is local.
 SERVER_IMAGE ?= kubevirt-imds-server:$(IMAGE_TAG)
 WEBHOOK_IMAGE ?= kubevirt-imds-webhook:$(IMAGE_TAG)
+NODE_IMAGE ?= kubevirt-imds-node:$(IMAGE_TAG)
 DOCKER ?= docker
 KIND ?= kind
 KUBECTL ?= kubectl
 # manual: hack/generate-certs.sh; cert-manager: cert-manager must be installed
 OVERLAY ?= manual
 
-.PHONY: static-webhook static-webhook-bin docker-build docker-build-server docker-build-webhook docker-build-all \
+.PHONY: static-webhook static-webhook-bin docker-build docker-build-server docker-build-webhook docker-build-node docker-build-all \
 	kind-load kind-load-all deploy deploy-webhook generate-certs undeploy test-e2e
 
 ## static-webhook: imds-webhook linked statically (glibc, json-c, OpenSSL) for the distroless image
@@ -334,17 +335,20 @@ static-webhook-bin:
 		OPT='-O2 -fstack-protector-strong' LDFLAGS_V='-static -s' build/static-webhook/imds-webhook
 	@build/static-webhook/imds-webhook --version
 
-docker-build: docker-build-server docker-build-webhook
+docker-build: docker-build-server docker-build-webhook docker-build-node
 docker-build-all: docker-build
 docker-build-server:
 	$(DOCKER) build -f Dockerfile -t $(SERVER_IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) .
 docker-build-webhook:
 	$(DOCKER) build -f Dockerfile.webhook -t $(WEBHOOK_IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) .
+docker-build-node:
+	$(DOCKER) build -f Dockerfile.node -t $(NODE_IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) .
 
 kind-load: kind-load-all
 kind-load-all:
 	$(KIND) load docker-image $(SERVER_IMAGE) --name $(KIND_CLUSTER_NAME)
 	$(KIND) load docker-image $(WEBHOOK_IMAGE) --name $(KIND_CLUSTER_NAME)
+	$(KIND) load docker-image $(NODE_IMAGE) --name $(KIND_CLUSTER_NAME)
 
 deploy-webhook:
 	$(KUBECTL) --context $(KUBE_CONTEXT) apply -k deploy/overlays/$(OVERLAY)
@@ -382,9 +386,9 @@ help-deploy:
 	@echo "kubevirt-imds deployment targets (KUBE_CONTEXT, KIND_CLUSTER_NAME honoured):"
 	@echo "  build          = all; build-server = all; build-webhook: the debug webhook only"
 	@echo "  static-webhook static imds-webhook for the distroless image: build/static-webhook/imds-webhook"
-	@echo "  docker-build   docker-build-server + docker-build-webhook (docker-build-all: the same)"
-	@echo "                 images $(SERVER_IMAGE), $(WEBHOOK_IMAGE) (IMAGE_TAG=$(IMAGE_TAG))"
-	@echo "  kind-load      kind-load-all: both images into kind cluster KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME)"
+	@echo "  docker-build   docker-build-server + docker-build-webhook + docker-build-node (docker-build-all: the same)"
+	@echo "                 images $(SERVER_IMAGE), $(WEBHOOK_IMAGE), $(NODE_IMAGE) (IMAGE_TAG=$(IMAGE_TAG))"
+	@echo "  kind-load      kind-load-all: the three images into kind cluster KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME)"
 	@echo "  deploy         deploy-webhook, then generate-certs when OVERLAY=manual, then wait for the rollout"
 	@echo "  deploy-webhook kubectl --context KUBE_CONTEXT apply -k deploy/overlays/OVERLAY (manual|cert-manager)"
 	@echo "  generate-certs hack/generate-certs.sh --context KUBE_CONTEXT (CA, Secret, caBundle)"

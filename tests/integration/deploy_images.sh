@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Dockerfile and Dockerfile.webhook (issue 5), checked without a Docker
-# engine: their shape (build stage from Debian packages only; the server alone
-# on scratch; the webhook on distroless static as UID 65532; nothing fetched
-# but apt), and their build steps replayed in two clean copies of exactly what
+# Dockerfile, Dockerfile.webhook and Dockerfile.node (issues 5, 29), checked
+# without a Docker engine: their shape (build stage from Debian packages only;
+# the server and the node agent each alone on scratch; the webhook on
+# distroless static as UID 65532; nothing fetched but apt), and their build steps replayed in two clean copies of exactly what
 # they COPY (Makefile, src/): static binaries, bit-for-bit identical, that
 # print the version passed in and — for the webhook — serve TLS.
 # Variant-independent: run in debug only.
@@ -31,13 +31,18 @@ last_stage() { awk '/^FROM /{buf=""} {buf=buf $0 "\n"} END{printf "%s", buf}' "$
 expect_eq "Dockerfile: final stage FROM scratch" "FROM scratch" "$(stages Dockerfile | tail -n1)"
 expect_eq "Dockerfile: final stage copies only /imds-server" "COPY --from=build /imds-server /imds-server" \
 	"$(last_stage Dockerfile | grep -E '^(COPY|ADD|RUN)')"
+expect_eq "Dockerfile.node: final stage FROM scratch" "FROM scratch" "$(stages Dockerfile.node | tail -n1)"
+expect_eq "Dockerfile.node: final stage copies only /imds-node" "COPY --from=build /imds-node /imds-node" \
+	"$(last_stage Dockerfile.node | grep -E '^(COPY|ADD|RUN)')"
+expect_eq "Dockerfile.node: ENTRYPOINT /imds-node (deploy/node passes only arguments)" '["/imds-node"]' \
+	"$(last_stage Dockerfile.node | sed -n 's/^ENTRYPOINT //p')"
 expect_eq "Dockerfile.webhook: final stage on distroless static (nonroot)" \
 	"FROM \${RUNTIME_IMAGE}|gcr.io/distroless/static-debian12:nonroot" \
 	"$(stages Dockerfile.webhook | tail -n1)|$(sed -n 's/^ARG RUNTIME_IMAGE=//p' Dockerfile.webhook)"
 expect_eq "Dockerfile.webhook: USER 65532, only the binary copied" \
 	"COPY --from=build /imds-webhook /imds-webhook|USER 65532:65532" \
 	"$(last_stage Dockerfile.webhook | grep -E '^(COPY|ADD|RUN|USER)' | paste -sd'|')"
-for f in Dockerfile Dockerfile.webhook; do
+for f in Dockerfile Dockerfile.webhook Dockerfile.node; do
 	expect_eq "$f: build stage from Debian bookworm" "debian:bookworm-slim" "$(sed -n 's/^ARG BUILD_IMAGE=//p' "$f")"
 	if grep -Eqi '(^ADD|curl|wget|git clone|https?://)' "$f"; then
 		not_ok "$f: downloads nothing but Debian packages" "$(grep -Eni '(^ADD|curl|wget|git clone|https?://)' "$f")"
@@ -50,20 +55,26 @@ for f in Dockerfile Dockerfile.webhook; do
 		fi
 	done < <(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$f")
 done
-for f in Dockerfile Dockerfile.webhook; do
+for f in Dockerfile Dockerfile.webhook Dockerfile.node; do
 	# shellcheck disable=SC2016 # the Dockerfile's own ${VERSION}, literally
 	expect_eq "$f: final stage labelled with the version, revision and licence (OCI)" \
 		'org.opencontainers.image.version="${VERSION}"|org.opencontainers.image.revision="${REVISION}"|org.opencontainers.image.licenses="Apache-2.0"' \
 		"$(last_stage "$f" | grep -oE 'org.opencontainers.image.(version|revision|licenses)="[^"]*"' | paste -sd'|')"
 done
-expect_eq "server build stage installs musl-tools and node-llhttp" 2 \
-	"$(grep -cE 'musl-tools|node-llhttp' <<<"$(grep -o 'musl-tools\|node-llhttp' Dockerfile | sort -u)")"
+for f in Dockerfile Dockerfile.node; do
+	expect_eq "$f: build stage installs musl-tools and node-llhttp" 2 \
+		"$(grep -cE 'musl-tools|node-llhttp' <<<"$(grep -o 'musl-tools\|node-llhttp' "$f" | sort -u)")"
+done
+# The Makefile target each Dockerfile's build stage runs is the one replayed below.
+# shellcheck disable=SC2016 # the Dockerfile's own ${VERSION}, literally
+expect_eq "Dockerfile.node: builds the static variant's node target" "1" \
+	"$(grep -c 'make --no-print-directory VARIANT=static VERSION="${VERSION}" node' Dockerfile.node)"
 
 # --- the build steps, in clean copies of the build context
 build_copy() { # dir
 	mkdir -p "$1"
 	cp "$REPO/Makefile" "$1/" && cp -r "$REPO/src" "$1/" &&
-		(cd "$1" && make --no-print-directory VARIANT=static VERSION=v0-test server &&
+		(cd "$1" && make --no-print-directory VARIANT=static VERSION=v0-test server node &&
 			make --no-print-directory VERSION=v0-test static-webhook-bin) >"$1.log" 2>&1
 }
 if build_copy "$WORK/a" && build_copy "$WORK/b"; then
@@ -73,7 +84,7 @@ else
 	tap_done
 	exit 1
 fi
-for bin in build/static/imds-server build/static-webhook/imds-webhook; do
+for bin in build/static/imds-server build/static/imds-node build/static-webhook/imds-webhook; do
 	info=$(file -b "$WORK/a/$bin")
 	if [[ $info == *"statically linked"* && $info == *stripped* && $info != *"not stripped"* ]]; then
 		ok "$bin: static, stripped"
@@ -87,6 +98,7 @@ for bin in build/static/imds-server build/static-webhook/imds-webhook; do
 	fi
 done
 expect_eq "imds-server version" "v0-test" "$("$WORK/a/build/static/imds-server" version 2>&1 | grep -o 'v0-test')"
+expect_eq "imds-node version" "imds-node v0-test" "$("$WORK/a/build/static/imds-node" version 2>&1)"
 expect_eq "imds-webhook --version" "imds-webhook v0-test" "$("$WORK/a/build/static-webhook/imds-webhook" --version 2>&1)"
 
 # The static webhook serves TLS (no NSS, no shared libraries, as in distroless),

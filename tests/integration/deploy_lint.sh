@@ -65,7 +65,7 @@ expect_eq "hack/check-context.sh finds the 7 bad calls of a fixture" 7 \
 
 # --- make -n of the seed targets (implementation-plan.md) and the rest
 for t in build build-server build-webhook test test-e2e docker-build docker-build-server \
-	docker-build-webhook docker-build-all kind-load kind-load-all deploy deploy-webhook \
+	docker-build-webhook docker-build-node docker-build-all kind-load kind-load-all deploy deploy-webhook \
 	generate-certs undeploy static-webhook help; do
 	check "make -n $t" make -n --no-print-directory "$t"
 done
@@ -79,8 +79,13 @@ fi
 out=$(make -n --no-print-directory deploy-webhook KUBE_CONTEXT=other-ctx 2>&1)
 expect_eq "make deploy-webhook honours KUBE_CONTEXT" \
 	"kubectl --context other-ctx apply -k deploy/overlays/manual" "$out"
+# The three images (the node agent's for deploy/node, issue 29), built and loaded alike.
+out=$(make -n --no-print-directory docker-build kind-load IMAGE_TAG=t1 2>&1)
+expect_eq "make docker-build / kind-load: the three images, each from its Dockerfile, tagged IMAGE_TAG" \
+	"Dockerfile kubevirt-imds-server:t1|Dockerfile.node kubevirt-imds-node:t1|Dockerfile.webhook kubevirt-imds-webhook:t1|load kubevirt-imds-node:t1|load kubevirt-imds-server:t1|load kubevirt-imds-webhook:t1" \
+	"$({ sed -n 's/.* build -f \([^ ]*\) -t \([^ ]*\) .*/\1 \2/p' <<<"$out"; sed -n 's/.* load docker-image \([^ ]*\) .*/load \1/p' <<<"$out"; } | sort | paste -sd'|')"
 help=$(make --no-print-directory help 2>&1)
-for t in build-server build-webhook docker-build docker-build-all kind-load kind-load-all \
+for t in build-server build-webhook docker-build docker-build-node docker-build-all kind-load kind-load-all \
 	deploy deploy-webhook generate-certs test-e2e; do
 	if grep -qE "(^|[ ;,(])$t([ ;,:)]|$)" <<<"$help"; then
 		ok "make help lists $t"
