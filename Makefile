@@ -366,15 +366,17 @@ generate-certs:
 undeploy:
 	$(KUBECTL) --context $(KUBE_CONTEXT) delete -k deploy/overlays/$(OVERLAY) --ignore-not-found
 
-## release: versioned manifests with both images pinned, in RELEASE_DIR/kubevirt-imds-VERSION/
-## (RELEASE_REGISTRY=quay.io/you required; SERVER_DIGEST/WEBHOOK_DIGEST=sha256:... pin by digest)
+## release: versioned manifests (manual, cert-manager, agent) with every image pinned, in
+## RELEASE_DIR/kubevirt-imds-VERSION/ (RELEASE_REGISTRY=quay.io/you required;
+## SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST=sha256:... pin by digest)
 RELEASE_REGISTRY ?=
 RELEASE_DIR ?= dist
 .PHONY: release
 release:
 	@KUBECTL=$(KUBECTL) hack/release.sh --version "$(VERSION)" --registry "$(RELEASE_REGISTRY)" \
 		--out "$(RELEASE_DIR)" $(if $(SERVER_DIGEST),--server-digest $(SERVER_DIGEST)) \
-		$(if $(WEBHOOK_DIGEST),--webhook-digest $(WEBHOOK_DIGEST))
+		$(if $(WEBHOOK_DIGEST),--webhook-digest $(WEBHOOK_DIGEST)) \
+		$(if $(NODE_DIGEST),--node-digest $(NODE_DIGEST))
 
 ## test-e2e: kind + KubeVirt + the images + VMs from deploy/test (needs docker, kind, network)
 test-e2e:
@@ -396,7 +398,8 @@ help-deploy:
 	@echo "  test-e2e       tests/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"
 	@echo "                 KUBE_CONTEXT=$(KUBE_CONTEXT)"
 	@echo "  release        versioned manifests, images pinned: RELEASE_REGISTRY=R [RELEASE_DIR=dist]"
-	@echo "                 [SERVER_DIGEST=sha256:.. WEBHOOK_DIGEST=sha256:..] -> dist/kubevirt-imds-VERSION/"
+	@echo "                 [SERVER_DIGEST=sha256:.. WEBHOOK_DIGEST=sha256:.. NODE_DIGEST=sha256:..]"
+	@echo "                 -> dist/kubevirt-imds-VERSION/ (manual, cert-manager, agent)"
 	@echo
 
 ## e2e-vm: the VM stage alone (root): a Debian 12 guest under qemu (TCG)

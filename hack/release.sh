@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The manifests of a release (make release): deploy/overlays/manual and
-# deploy/overlays/cert-manager rendered with `kubectl kustomize`, with both
-# image references pinned to the release — REGISTRY/kubevirt-imds-webhook and
-# the --imds-image= argument REGISTRY/kubevirt-imds-server, by the version's
-# tag, or by digest when one is given — and nothing left on the mutable :dev.
+# The manifests of a release (make release): deploy/overlays/manual,
+# deploy/overlays/cert-manager and deploy/overlays/agent rendered with
+# `kubectl kustomize`, every image reference pinned to the release —
+# REGISTRY/kubevirt-imds-webhook, the --imds-image= argument
+# REGISTRY/kubevirt-imds-server and (agent) the DaemonSet's
+# REGISTRY/kubevirt-imds-node, by the version's tag, or by digest when one is
+# given — and nothing left on the mutable :dev.
 #
 #   hack/release.sh --version v0.1.0 --registry quay.io/example [--out dist]
 #                   [--server-digest sha256:...] [--webhook-digest sha256:...]
+#                   [--node-digest sha256:...]
 #
 # Writes OUT/kubevirt-imds-VERSION/{kubevirt-imds-manual.yaml,
-# kubevirt-imds-cert-manager.yaml,SHA256SUMS}. Refuses a version that is
+# kubevirt-imds-cert-manager.yaml,kubevirt-imds-agent.yaml,SHA256SUMS}. Refuses a version that is
 # not a release (empty, "dev", a dirty tree's "-dirty") unless --allow-dirty.
 # KUBECTL (default kubectl) renders; it reaches no cluster.
 set -euo pipefail
@@ -20,6 +23,7 @@ REGISTRY=""
 OUT=dist
 SERVER_DIGEST=""
 WEBHOOK_DIGEST=""
+NODE_DIGEST=""
 ALLOW_DIRTY=0
 KUBECTL=${KUBECTL:-kubectl}
 
@@ -28,7 +32,7 @@ die() {
 	exit 1
 }
 usage() {
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -39,6 +43,7 @@ while (($#)); do
 	--out) OUT=${2:?--out needs a directory}; shift 2 ;;
 	--server-digest) SERVER_DIGEST=${2:?}; shift 2 ;;
 	--webhook-digest) WEBHOOK_DIGEST=${2:?}; shift 2 ;;
+	--node-digest) NODE_DIGEST=${2:?}; shift 2 ;;
 	--allow-dirty) ALLOW_DIRTY=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) printf 'release: unknown argument %s\n' "$1" >&2; usage 2 ;;
@@ -53,7 +58,7 @@ if [[ $VERSION == *-dirty && $ALLOW_DIRTY != 1 ]]; then
 fi
 [[ -n $REGISTRY ]] || die "--registry: where the images are pushed (e.g. quay.io/example)"
 [[ $REGISTRY =~ ^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$ ]] || die "--registry '$REGISTRY' is not a registry path"
-for d in "$SERVER_DIGEST" "$WEBHOOK_DIGEST"; do
+for d in "$SERVER_DIGEST" "$WEBHOOK_DIGEST" "$NODE_DIGEST"; do
 	[[ -z $d || $d =~ ^sha256:[0-9a-f]{64}$ ]] || die "digest '$d' is not sha256:<64 hex>"
 done
 
@@ -66,28 +71,35 @@ ref() { # name digest
 }
 WEBHOOK_REF=$(ref kubevirt-imds-webhook "$WEBHOOK_DIGEST")
 SERVER_REF=$(ref kubevirt-imds-server "$SERVER_DIGEST")
+NODE_REF=$(ref kubevirt-imds-node "$NODE_DIGEST")
 
 DEST=$OUT/kubevirt-imds-$VERSION
 mkdir -p "$DEST"
-for overlay in manual cert-manager; do
+for overlay in manual cert-manager agent; do
 	file=$DEST/kubevirt-imds-$overlay.yaml
 	rendered=$("$KUBECTL" kustomize "deploy/overlays/$overlay") ||
 		die "kubectl kustomize deploy/overlays/$overlay failed"
-	# The base names exactly these two references (deploy/base): replace
-	# them whole, then check that nothing else names an unpinned image.
+	# The base names exactly these two references (deploy/base), deploy/node
+	# the third: replace them whole, then check that nothing else names an
+	# unpinned image.
 	{
 		printf '# kubevirt-imds %s (%s): kubectl apply -f this file\n' "$VERSION" "$overlay"
 		printf '%s\n' "$rendered" |
 			sed -e "s#^\\( *image: \\)kubevirt-imds-webhook:dev\$#\\1$WEBHOOK_REF#" \
-				-e "s#--imds-image=kubevirt-imds-server:dev\$#--imds-image=$SERVER_REF#"
+				-e "s#--imds-image=kubevirt-imds-server:dev\$#--imds-image=$SERVER_REF#" \
+				-e "s#^\\( *image: \\)kubevirt-imds-node:dev\$#\\1$NODE_REF#"
 	} >"$file.tmp"
 	grep -q "image: $WEBHOOK_REF\$" "$file.tmp" || die "$overlay: the webhook image was not pinned"
 	grep -q -- "--imds-image=$SERVER_REF\$" "$file.tmp" || die "$overlay: --imds-image was not pinned"
-	if grep -nE ':dev$|kubevirt-imds-(server|webhook):[^ ]*$' "$file.tmp" | grep -v -F -e "$WEBHOOK_REF" -e "$SERVER_REF"; then
+	if [[ $overlay == agent ]]; then
+		grep -q "image: $NODE_REF\$" "$file.tmp" || die "$overlay: the node agent's image was not pinned"
+	fi
+	if grep -nE ':dev$|kubevirt-imds-(server|webhook|node)[:@][^ ]*$' "$file.tmp" |
+		grep -v -F -e "$WEBHOOK_REF" -e "$SERVER_REF" -e "$NODE_REF"; then
 		die "$overlay: an unpinned image reference is left (above)"
 	fi
 	mv "$file.tmp" "$file"
 done
-(cd "$DEST" && sha256sum kubevirt-imds-manual.yaml kubevirt-imds-cert-manager.yaml >SHA256SUMS)
-printf 'release: %s: webhook %s, sidecar %s\n' "$DEST" "$WEBHOOK_REF" "$SERVER_REF" >&2
+(cd "$DEST" && sha256sum kubevirt-imds-manual.yaml kubevirt-imds-cert-manager.yaml kubevirt-imds-agent.yaml >SHA256SUMS)
+printf 'release: %s: webhook %s, sidecar %s, node agent %s\n' "$DEST" "$WEBHOOK_REF" "$SERVER_REF" "$NODE_REF" >&2
 printf '%s\n' "$DEST"

@@ -2,8 +2,9 @@
 # A release an operator can pin (issue 33 item 3): every binary's --version is
 # `git describe` (what the Makefile stamps), so is the first line each one
 # logs and the webhook's imds_webhook_build_info metric; `make release` writes
-# manifests with both images pinned (tag or digest) that validate offline and
-# on the API server, and refuses a dirty or "dev" version; the registry
+# manifests (manual, cert-manager, agent) with every image pinned (tag or
+# digest: the webhook's, the sidecar's and, in agent, the node agent's) that
+# validate offline and on the API server, and refuses a dirty or "dev" version; the registry
 # overlay example pins both images; the e2e KubeVirt pin is the release our
 # fixtures come from; the LICENSE is Apache-2.0.
 set -uo pipefail
@@ -34,8 +35,12 @@ trap cleanup EXIT
 WANT=$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # --- --version of every binary of this build
-bins=("$SERVER" "$WH")
-if [[ $VARIANT == debug && -x build/static/imds-server ]]; then bins+=("$REPO/build/static/imds-server"); fi
+bins=("$SERVER" "$WH" "$REPO/build/$VARIANT/imds-node")
+if [[ $VARIANT == debug ]]; then
+	for b in imds-server imds-node; do
+		if [[ -x build/static/$b ]]; then bins+=("$REPO/build/static/$b"); fi
+	done
+fi
 for b in "${bins[@]}"; do
 	expect_eq "${b#"$REPO"/} --version is git describe" "$(basename "$b") $WANT" "$("$b" --version 2>&1)"
 done
@@ -104,22 +109,33 @@ else
 	not_ok "make release VERSION=$REL RELEASE_REGISTRY=registry.example/imds" "$(cat "$WORK/release.log")"
 fi
 D=$WORK/dist/kubevirt-imds-$REL
-for o in manual cert-manager; do
+for o in manual cert-manager agent; do
 	f=$D/kubevirt-imds-$o.yaml
 	expect_eq "release $o: the webhook image and --imds-image pinned to $REL, no :dev left" \
 		"image: registry.example/imds/kubevirt-imds-webhook:$REL|--imds-image=registry.example/imds/kubevirt-imds-server:$REL|0" \
 		"$(grep -o 'image: .*webhook.*' "$f")|$(grep -o -- '--imds-image=.*' "$f")|$(grep -c ':dev' "$f")"
 done
-check "release: SHA256SUMS verifies both files" bash -c "cd '$D' && sha256sum -c --quiet SHA256SUMS"
+expect_eq "release agent: the webhook in agent mode, the DaemonSet's image pinned to $REL; the others without the agent" \
+	"--network-mode=agent|image: registry.example/imds/kubevirt-imds-node:$REL|0|0" \
+	"$(grep -o -- '--network-mode=.*' "$D/kubevirt-imds-agent.yaml")|$(grep -o 'image: .*kubevirt-imds-node.*' "$D/kubevirt-imds-agent.yaml")|$(grep -c 'kubevirt-imds-node' "$D/kubevirt-imds-manual.yaml")|$(grep -c 'kubevirt-imds-node' "$D/kubevirt-imds-cert-manager.yaml")"
+expect_eq "release: SHA256SUMS lists the three files" \
+	"kubevirt-imds-agent.yaml|kubevirt-imds-cert-manager.yaml|kubevirt-imds-manual.yaml" \
+	"$(awk '{print $2}' "$D/SHA256SUMS" | sort | paste -sd'|')"
+check "release: SHA256SUMS verifies the three files" bash -c "cd '$D' && sha256sum -c --quiet SHA256SUMS"
 DIG=sha256:$(printf 'x' | sha256sum | cut -d' ' -f1)
 if make --no-print-directory release VERSION=$REL RELEASE_REGISTRY=registry.example/imds \
-	RELEASE_DIR="$WORK/dig" KUBECTL="$K" SERVER_DIGEST="$DIG" WEBHOOK_DIGEST="$DIG" >"$WORK/dig.log" 2>&1 &&
+	RELEASE_DIR="$WORK/dig" KUBECTL="$K" SERVER_DIGEST="$DIG" WEBHOOK_DIGEST="$DIG" NODE_DIGEST="$DIG" >"$WORK/dig.log" 2>&1 &&
 	grep -q "image: registry.example/imds/kubevirt-imds-webhook@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml" &&
-	grep -q -- "--imds-image=registry.example/imds/kubevirt-imds-server@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml"; then
-	ok "release with SERVER_DIGEST/WEBHOOK_DIGEST: both pinned by digest"
+	grep -q -- "--imds-image=registry.example/imds/kubevirt-imds-server@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml" &&
+	grep -q "image: registry.example/imds/kubevirt-imds-node@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-agent.yaml" &&
+	! grep -q ":$REL\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-agent.yaml"; then
+	ok "release with SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST: all three pinned by digest"
 else
-	not_ok "release with SERVER_DIGEST/WEBHOOK_DIGEST: both pinned by digest" "$(cat "$WORK/dig.log")"
+	not_ok "release with SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST: all three pinned by digest" "$(cat "$WORK/dig.log")"
 fi
+out=$(make --no-print-directory release VERSION=$REL RELEASE_REGISTRY=registry.example/imds \
+	RELEASE_DIR="$WORK/bad" KUBECTL="$K" NODE_DIGEST=sha256:abc 2>&1)
+expect_eq "release refuses a malformed NODE_DIGEST" 1 "$(grep -c "^release: digest 'sha256:abc'" <<<"$out")"
 for bad in dev v1.2.3-4-gabcdef-dirty; do
 	if out=$(make --no-print-directory release VERSION=$bad RELEASE_REGISTRY=r.example/x \
 		RELEASE_DIR="$WORK/bad" KUBECTL="$K" 2>&1); then
@@ -144,7 +160,7 @@ fi
 npm_cached "$REPO/tests/lib/manifests" npm ||
 	not_ok "npm ci of tests/lib/manifests into the cache" "$NPM_ERR"
 MODULES=$NPM_DIR/node_modules
-for o in manual cert-manager; do
+for o in manual cert-manager agent; do
 	if out=$(node tests/lib/validate_manifests.mjs --modules "$MODULES" --policy "$o" \
 		"$D/kubevirt-imds-$o.yaml" 2>&1); then
 		ok "release $o: every object validates, the design policy holds ($(grep -c '^ok ' <<<"$out") checks)"
@@ -183,7 +199,9 @@ spec:
     - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 EOF
 kctl wait --for condition=established --timeout=60s crd --all >/dev/null
-for o in manual cert-manager; do
+# The agent's namespace must exist for its namespaced objects' dry-run.
+kctl create namespace kubevirt-imds-node >/dev/null
+for o in manual cert-manager agent; do
 	sed 's#^apiVersion: policy/v1$#apiVersion: policy/v1beta1#' "$D/kubevirt-imds-$o.yaml" >"$WORK/$o-120.yaml"
 	if out=$(kctl apply --dry-run=server --validate=true -f "$WORK/$o-120.yaml" 2>&1); then
 		ok "release $o: server-side dry-run ($(grep -c 'server dry run' <<<"$out") objects)"
