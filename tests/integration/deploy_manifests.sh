@@ -78,6 +78,15 @@ for o in base overlays/cert-manager overlays/manual overlays/monitoring node ove
 	fi
 done
 
+# The images as the Makefile tags them (IMAGE_TAG=dev) and as hack/release.sh
+# pins them: each through kustomize `images:`, the sidecar's as --imds-image.
+expect_eq "deploy/overlays/agent: the three image references are the Makefile's :dev ones" \
+	"--imds-image=kubevirt-imds-server:dev|image: kubevirt-imds-node:dev|image: kubevirt-imds-webhook:dev" \
+	"$(grep -oE -- '--imds-image=.*|image: .*' "$WORK/agent.yaml" | sort | paste -sd'|')"
+expect_eq "deploy/node: the agent's image is kubevirt-imds-node:dev, as make docker-build-node tags it" \
+	"image: kubevirt-imds-node:dev|kubevirt-imds-node:dev" \
+	"$(grep -oE 'image: .*' "$WORK/node.yaml" | paste -sd'|')|$(make -n --no-print-directory docker-build-node | sed -n 's/.* -t \([^ ]*\) .*/\1/p')"
+
 # --- offline validation
 for name in base cert-manager manual node agent; do
 	validate "deploy/$name: every object validates; design policy holds" \
