@@ -8,6 +8,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "diag.h"
 #include "http.h"
 #include "imds.h"
 #include "log.h"
@@ -30,6 +31,9 @@ static const char usage[] =
 	"  serve [--listen ADDR]\n"
 	"                      HTTP only, on ADDR (default $IMDS_LISTEN_ADDR or\n"
 	"                      169.254.169.254:80); e.g. --listen 127.0.0.1:8080\n"
+	"  diag [--json]       what the running sidecar serves, to which interfaces,\n"
+	"                      its plumbing and last errors, without secrets (for\n"
+	"                      kubectl exec -c imds-server -- /imds-server diag)\n"
 	"  version             print the version\n"
 	"\n"
 	"configuration comes from the environment: IMDS_NAMESPACE and IMDS_VM_NAME\n"
@@ -100,6 +104,7 @@ static int cmd_server(int argc, char **argv, int networked)
 		/* The first log line names the version (a configuration error
 		 * before it is one line of its own). */
 		log_info("imds-server %s (run)", IMDS_VERSION);
+		diag_status_start(cfg.state_dir, IMDS_VERSION);
 		status = run_main(l, app, &cfg);
 		goto out;
 	}
@@ -157,6 +162,8 @@ int main(int argc, char **argv)
 		printf("imds-server %s\n", IMDS_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "diag") == 0)
+		return diag_main(argc, argv, IMDS_VERSION);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_server(argc, argv, 0);
 	if (strcmp(argv[1], "run") == 0)
