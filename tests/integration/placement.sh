@@ -8,7 +8,7 @@
 # that environment: with both labels, EC2's placement/*, the identity
 # document, OpenStack's availability_zone, GCE's zone and Azure's
 # location/zone carry them; with none, the paths are absent (404, no key),
-# never an invented value.
+# never an invented value (Azure's are "", as Azure's own for no zone).
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 source "$(dirname "$0")/../lib/tap.sh"
@@ -93,7 +93,7 @@ pod_env "$TEST_TMP/bare" || exit 1
 expect_eq "the webhook's env resolves to empty" "IMDS_AVAILABILITY_ZONE= IMDS_REGION=" "${PENV[*]:0:2}"
 server_start IMDS_RATE_LIMIT=0 "${PENV[@]}" || exit 1
 c=$(code "$SRV_URL/latest/meta-data/")
-if [[ $c == 200 ]] && ! grep -q placement <<<"$BODY"; then
+if [[ $c == 200 ]] && ! grep -q placement "$TEST_TMP/body"; then
 	ok "EC2 meta-data/ lists no placement/"
 else
 	not_ok "EC2 meta-data/ lists no placement/" "$c $BODY"
@@ -104,6 +104,9 @@ done
 code "$SRV_URL/latest/dynamic/instance-identity/document" >/dev/null
 expect_eq "EC2 identity document: availabilityZone, region null" "None None" \
 	"$(jget "$BODY" 'd["availabilityZone"], d["region"]' | tr -d "(),'")"
+expect_eq "GCE instance/zone: 404" 404 "$(code "$SRV_URL/computeMetadata/v1/instance/zone" "${GOOGLE[@]}")"
+c=$(code "$SRV_URL/computeMetadata/v1/instance/" "${GOOGLE[@]}")
+expect_eq "GCE instance/ lists no zone" "200 hostname id maintenance-event name" "$c $(tr '\n' ' ' <"$TEST_TMP/body" | sed 's/ $//')"
 code "$SRV_URL/openstack/latest/meta_data.json" >/dev/null
 expect_eq "OpenStack meta_data.json: no availability_zone key" "False default" \
 	"$(jget "$BODY" '"availability_zone" in d, d["project_id"]' | tr -d "(),'")"
