@@ -229,11 +229,11 @@ static void put_status(struct out *o, const struct imds_config *c)
 	char path[600];
 	snprintf(path, sizeof(path), "%s/" DIAG_STATUS_FILE, c->state_dir);
 	o_str(o, "status_file", path);
-	char buf[8192];
+	static char buf[8192];
 	ssize_t n = -1;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
+		n = read(fd, buf, sizeof(buf));
 		close(fd);
 	}
 	if (n < 0) {
@@ -242,43 +242,62 @@ static void put_status(struct out *o, const struct imds_config *c)
 		o_close(o);
 		return;
 	}
-	buf[n] = '\0';
 	o_bool(o, "found", 1);
-	static const char *const keys[] = {"version", "pid", "started", "updated", "state", "serving",
-					   "errors_total"};
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		size_t kl = strlen(keys[k]);
-		const char *v = NULL;
+	struct diag_status ds;
+	diag_status_parse(buf, (size_t)n, &ds);
+	for (size_t k = 0; k < DIAG_STATUS_NKEYS; k++) {
 		char val[300];
-		for (char *line = buf; line && *line;) {
-			char *nl = strchr(line, '\n');
-			size_t ll = nl ? (size_t)(nl - line) : strlen(line);
-			if (ll > kl && strncmp(line, keys[k], kl) == 0 && line[kl] == ' ') {
-				size_t vl = ll - kl - 1 < sizeof(val) - 1 ? ll - kl - 1 : sizeof(val) - 1;
-				memcpy(val, line + kl + 1, vl);
-				val[vl] = '\0';
-				v = val;
-			} else if (ll == kl && strncmp(line, keys[k], kl) == 0) {
-				v = "";
-			}
-			line = nl ? nl + 1 : NULL;
+		const struct diag_span *v = &ds.key[k];
+		if (!v->p) {
+			o_str(o, diag_status_keys[k], NULL);
+			continue;
 		}
-		if (v && (k == 1 || k == 6))
-			o_num(o, keys[k], strtoll(v, NULL, 10));
+		size_t vl = v->n < sizeof(val) - 1 ? v->n : sizeof(val) - 1;
+		memcpy(val, v->p, vl);
+		val[vl] = '\0';
+		if (k == 1 || k == 6) /* pid, errors_total */
+			o_num(o, diag_status_keys[k], strtoll(val, NULL, 10));
 		else
-			o_str(o, keys[k], v);
+			o_str(o, diag_status_keys[k], val);
 	}
 	o_arr(o, "errors");
-	for (char *line = buf; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		if (strncmp(line, "error ", 6) == 0)
-			o_str(o, NULL, line + 6);
-		line = nl ? nl + 1 : NULL;
+	for (unsigned i = 0; i < ds.nerr; i++) {
+		char val[300];
+		size_t vl = ds.err[i].n < sizeof(val) - 1 ? ds.err[i].n : sizeof(val) - 1;
+		memcpy(val, ds.err[i].p, vl);
+		val[vl] = '\0';
+		o_str(o, NULL, val);
 	}
 	o_close(o);
 	o_close(o);
+}
+
+const char *const diag_status_keys[DIAG_STATUS_NKEYS] = {"version", "pid",	"started",     "updated",
+							 "state",   "serving", "errors_total"};
+
+void diag_status_parse(const char *buf, size_t len, struct diag_status *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t at = 0; at < len;) {
+		const char *line = buf + at;
+		const char *nl = memchr(line, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - line) : len - at;
+		at += ll + (nl ? 1 : 0);
+		if (ll > 6 && memcmp(line, "error ", 6) == 0) {
+			if (out->nerr < DIAG_STATUS_MAX_ERRORS)
+				out->err[out->nerr++] = (struct diag_span){line + 6, ll - 6};
+			continue;
+		}
+		for (size_t k = 0; k < DIAG_STATUS_NKEYS; k++) {
+			size_t kl = strlen(diag_status_keys[k]);
+			if (ll >= kl && memcmp(line, diag_status_keys[k], kl) == 0 &&
+			    (ll == kl || line[kl] == ' ')) {
+				size_t skip = ll == kl ? kl : kl + 1;
+				out->key[k] = (struct diag_span){line + skip, ll - skip};
+				break;
+			}
+		}
+	}
 }
 
 /* ---- what it serves ------------------------------------------------------------ */
