@@ -39,7 +39,10 @@ WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # other program's.  Tests and fuzzers see the folder of the program they test.
 WH_CPPFLAGS := -Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS))
 SC_CPPFLAGS := -Isrc/sidecar
-SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),$(SC_CPPFLAGS),$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS)))
+# imds-node (issue 29) runs the sidecar's network half (plan, plumb, steer,
+# responder) from src/sidecar until those files move to a folder of their own.
+NODE_CPPFLAGS := -Isrc/node -Isrc/sidecar
+SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),$(SC_CPPFLAGS),$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS),$(if $(filter src/node/%,$<),$(NODE_CPPFLAGS))))
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -77,12 +80,14 @@ CFLAGS := $(CFLAGS_COMMON) $(OPT) $(WARN) $(EXTRA_CFLAGS)
 CORE_SRC := $(sort $(wildcard src/core/*.c))
 SIDECAR_SRC := $(filter-out src/sidecar/main.c,$(sort $(wildcard src/sidecar/*.c)))
 WEBHOOK_SRC := $(filter-out src/webhook/main.c,$(sort $(wildcard src/webhook/*.c)))
+NODE_SRC := $(filter-out src/node/main.c,$(sort $(wildcard src/node/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 SIDECAR_OBJ := $(SIDECAR_SRC:%.c=$(B)/%.o)
 WEBHOOK_OBJ := $(WEBHOOK_SRC:%.c=$(B)/%.o)
+NODE_OBJ := $(NODE_SRC:%.c=$(B)/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(B)/llhttp/%.o,$(LLHTTP_SRC))
 UNIT_BIN := $(addprefix $(B)/tests/,$(notdir $(UNIT_SRC:.c=)))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
@@ -90,13 +95,13 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 WH_FUZZ := $(B)/fuzz/fuzz_admission
-CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces
+CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces $(B)/fuzz/fuzz_nodemsg
 
-.PHONY: all server webhook build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
+.PHONY: all server webhook node build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server
 
 all: deps-build
-	@$(MAKE) --no-print-directory VARIANT=debug server webhook
+	@$(MAKE) --no-print-directory VARIANT=debug server webhook node
 
 build build-server: all
 build-webhook: deps-build
@@ -105,13 +110,14 @@ build-webhook: deps-build
 ## server / webhook: the binaries of the current VARIANT
 server: $(B)/imds-server
 webhook: $(B)/imds-webhook
+node: $(B)/imds-node
 
 static: deps-build
-	@$(MAKE) --no-print-directory VARIANT=static server
+	@$(MAKE) --no-print-directory VARIANT=static server node
 	@ls -l build/static/imds-server | awk '{print "build/static/imds-server: " $$5 " bytes"}'
 
 asan: deps-build
-	@$(MAKE) --no-print-directory VARIANT=asan server webhook unit-bins
+	@$(MAKE) --no-print-directory VARIANT=asan server webhook node unit-bins
 
 fuzz: deps-build
 	@$(MAKE) --no-print-directory VARIANT=fuzz fuzz-bins
@@ -130,7 +136,7 @@ $(B)/kinc:
 	ln -sfn /usr/include/$$arch/asm $@/asm
 
 ifeq ($(VARIANT),static)
-$(CORE_OBJ) $(SIDECAR_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o: | $(B)/kinc
+$(CORE_OBJ) $(SIDECAR_OBJ) $(NODE_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o $(B)/src/node/main.o: | $(B)/kinc
 endif
 
 $(B)/version.stamp: FORCE
@@ -138,7 +144,7 @@ $(B)/version.stamp: FORCE
 	@[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
 .PHONY: FORCE
 FORCE:
-$(B)/src/sidecar/main.o $(B)/src/webhook/main.o: $(B)/version.stamp
+$(B)/src/sidecar/main.o $(B)/src/webhook/main.o $(B)/src/node/main.o: $(B)/version.stamp
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -166,6 +172,10 @@ $(B)/libllhttp.a: $(LLHTTP_OBJ)
 
 $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+
+# imds-node: its own folder, then the sidecar's network half, then the core.
+$(B)/imds-node: $(B)/src/node/main.o $(NODE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(LIBS)
 
 $(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
@@ -275,7 +285,7 @@ clean:
 
 help:
 	@echo "kubevirt-imds make targets:"
-	@echo "  all (default)  debug build: build/debug/imds-server, build/debug/imds-webhook"
+	@echo "  all (default)  debug build: build/debug/imds-server, build/debug/imds-webhook, build/debug/imds-node"
 	@echo "  static         static musl binary: build/static/imds-server"
 	@echo "  asan           ASan+UBSan build and unit tests"
 	@echo "  fuzz           libFuzzer targets"

@@ -31,6 +31,7 @@ incs() { # folder -> include flags
 	core) echo "-Isrc/core" ;;
 	sidecar) echo "-Isrc/core -Isrc/sidecar" ;;
 	webhook) echo "-Isrc/core -Isrc/webhook -isystem $JSONC_INC" ;;
+	node) echo "-Isrc/core -Isrc/node -Isrc/sidecar" ;; # the sidecar's network half (Makefile)
 	esac
 }
 
@@ -41,7 +42,7 @@ done
 
 t0=$SECONDS
 out=""
-for d in core sidecar webhook; do
+for d in core sidecar webhook node; do
 	# shellcheck disable=SC2046 # word splitting of the flags is wanted
 	out+=$(cppcheck --quiet --enable=warning,performance,portability --inline-suppr \
 		--error-exitcode=1 --std=c11 "${DEFS[@]}" $(incs "$d" | sed 's/-isystem /-I/') \

@@ -62,12 +62,16 @@ static int grow(struct scan *sc)
 	}
 	uint32_t cap = v->cap ? v->cap : INITIAL_NODES / 2;
 	cap = cap > max / 2 ? max : cap * 2;
-	struct jv_node *n = realloc(v->nodes, (size_t)cap * sizeof(*n));
+	struct jv_node *n = v->nodes_borrowed ? malloc((size_t)cap * sizeof(*n))
+					      : realloc(v->nodes, (size_t)cap * sizeof(*n));
 	if (!n) {
 		if (sc->errlen)
 			snprintf(sc->err, sc->errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if (v->nodes_borrowed && v->count)
+		memcpy(n, v->nodes, (size_t)v->count * sizeof(*n));
+	v->nodes_borrowed = 0;
 	v->nodes = n;
 	v->cap = cap;
 	return 0;
@@ -77,7 +81,8 @@ static int grow(struct scan *sc)
 static int64_t push(struct scan *sc, enum jv_type t, size_t off)
 {
 	struct jv *v = sc->v;
-	if (v->count == v->cap) {
+	/* max_nodes holds whatever the array's size (a borrowed one's too) */
+	if (v->count == v->cap || (v->max_nodes && v->count >= v->max_nodes)) {
 		int r = grow(sc);
 		if (r < 0)
 			return r;
@@ -468,7 +473,9 @@ void jv_free(struct jv *v)
 {
 	if (!v)
 		return;
-	free(v->nodes);
+	if (!v->nodes_borrowed)
+		free(v->nodes);
+	v->nodes_borrowed = 0;
 	free(v->scratch);
 	v->nodes = NULL;
 	v->scratch = NULL;

@@ -59,10 +59,18 @@ struct jv {
 	size_t len;
 	struct jv_node *nodes; /* nodes[0] is the root */
 	uint32_t count, cap;
+	/* Set with nodes and cap before the first parse (JV_BORROW): the
+	 * caller's array (on its stack, say) serves first; a text that needs
+	 * more moves to the heap; jv_free never frees the caller's. */
+	unsigned nodes_borrowed;
 	char *scratch; /* decoded escaped strings */
 	size_t scratch_len, scratch_cap;
 	size_t err_off; /* where the last parse failed */
 };
+
+/* A view whose first nodes are the caller's array arr[] (a few dozen
+ * for a small, bounded text: no allocation at all on its path). */
+#define JV_BORROW(arr) .nodes = (arr), .cap = (uint32_t)(sizeof(arr) / sizeof((arr)[0])), .nodes_borrowed = 1
 
 /* Parses text (not NUL-terminated; it must outlive the view's use) into v,
  * reusing v's buffers.  0; -EINVAL for text that is not JSON, -E2BIG past

@@ -63,7 +63,11 @@ static int numeric_date(const char *p, size_t n, int64_t *out)
 
 int jwt_claims_exp(const char *json, size_t n, int64_t *exp)
 {
-	struct jv v = {.max_depth = CLAIMS_MAX_DEPTH};
+	/* A ServiceAccount token's claims are a few dozen values: read on
+	 * every /v1/token, they take no allocation (a bigger text moves to
+	 * the heap). */
+	struct jv_node first[64];
+	struct jv v = {.max_depth = CLAIMS_MAX_DEPTH, JV_BORROW(first)};
 	uint32_t found = JV_NONE;
 	int r = jv_parse(&v, json, n, NULL, 0);
 	if (r == -E2BIG || (r == 0 && jv_type(&v, 0) != JV_OBJECT))

@@ -13,6 +13,7 @@
 #include "imds.h"
 #include "log.h"
 #include "loop.h"
+#include "nodelink.h"
 #include "run.h"
 #include "serve.h"
 
@@ -34,6 +35,11 @@ static const char usage[] =
 	"  diag [--json]       what the running sidecar serves, to which interfaces,\n"
 	"                      its plumbing and last errors, without secrets (for\n"
 	"                      kubectl exec -c imds-server -- /imds-server diag)\n"
+	"  probe               exit 0 once the node agent put the guard in place for this\n"
+	"                      pod (IMDS_NET_MODE=agent: the native sidecar's startupProbe)\n"
+	"  await [--timeout S] bind the agent's socket and wait at most S seconds (default\n"
+	"                      60) for the guard, then exit 0 (the init container of\n"
+	"                      --sidecar-mode=container)\n"
 	"  version             print the version\n"
 	"\n"
 	"configuration comes from the environment: IMDS_NAMESPACE and IMDS_VM_NAME\n"
@@ -41,11 +47,31 @@ static const char usage[] =
 	"IMDS_USER_DATA, IMDS_USER_DATA_FILE, IMDS_VENDOR_DATA_FILE,\n"
 	"IMDS_NETWORK_CONFIG_FILE, IMDS_INTERFACES, IMDS_BRIDGE_NAME,\n"
 	"IMDS_NETWORK_STATUS_FILE,\n"
-	"IMDS_RATE_LIMIT (req/s, 0 = off);\n"
+	"IMDS_RATE_LIMIT (req/s, 0 = off), IMDS_NET_MODE (pod: run plumbs the pod itself;\n"
+	"agent: the node agent imds-node does, run serves on its listeners),\n"
+	"IMDS_AGENT_SOCKET (default " NODELINK_DEFAULT_SOCKET ");\n"
 	"see docs/sidecar.md.\n";
 
 /* Exit status for configuration errors (a clear message, status 2). */
 #define EXIT_CONFIG 2
+
+/* IMDS_NET_MODE: 0 pod (the default), 1 agent, -1 (err set) anything else. */
+static int net_mode(char *err, size_t errlen)
+{
+	const char *m = getenv("IMDS_NET_MODE");
+	if (!m || !m[0] || strcmp(m, "pod") == 0)
+		return 0;
+	if (strcmp(m, "agent") == 0)
+		return 1;
+	snprintf(err, errlen, "IMDS_NET_MODE: want pod or agent, got '%.40s'", m);
+	return -1;
+}
+
+static const char *agent_socket(void)
+{
+	const char *s = getenv("IMDS_AGENT_SOCKET");
+	return s && s[0] ? s : NODELINK_DEFAULT_SOCKET;
+}
 
 static int setsize_for(const struct imds_config *cfg)
 {
@@ -80,6 +106,11 @@ static int cmd_server(int argc, char **argv, int networked)
 	}
 	if (listen_arg)
 		cfg.listen_addr = listen_arg;
+	int agent = networked ? net_mode(err, sizeof(err)) : 0;
+	if (agent < 0) {
+		fprintf(stderr, "imds-server: %s\n", err);
+		return EXIT_CONFIG;
+	}
 
 	int status = 1;
 	struct imds_app *app = NULL;
@@ -103,9 +134,12 @@ static int cmd_server(int argc, char **argv, int networked)
 	if (networked) {
 		/* The first log line names the version (a configuration error
 		 * before it is one line of its own). */
-		log_info("imds-server %s (run)", IMDS_VERSION);
+		log_info("imds-server %s (run%s)", IMDS_VERSION, agent ? ", agent mode" : "");
 		diag_status_start(cfg.state_dir, IMDS_VERSION);
-		status = run_main(l, app, &cfg);
+		if (agent) /* the network half is imds-node's: diag shows its errors only */
+			diag_status_set("agent", "the network half is the node agent's (imds-node)");
+		status = agent ? nodelink_run(l, imds_app_http(app), &cfg, agent_socket())
+			       : run_main(l, app, &cfg);
 		goto out;
 	}
 	int fd = http_listen_addr(cfg.listen_addr, 511, err, sizeof(err));
@@ -178,6 +212,33 @@ int main(int argc, char **argv)
 		log_info("imds-server %s (init)", IMDS_VERSION);
 		log_flush();
 		return init_main(&cfg);
+	}
+	if (strcmp(argv[1], "probe") == 0) {
+		if (argc > 2) {
+			fprintf(stderr, "imds-server probe: unknown argument '%s'\n", argv[2]);
+			return EXIT_CONFIG;
+		}
+		return nodelink_probe(agent_socket());
+	}
+	if (strcmp(argv[1], "await") == 0) {
+		char err[512];
+		unsigned timeout = NODELINK_AWAIT_DEFAULT_S;
+		struct imds_config cfg;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc &&
+			    config_parse_uint(argv[i + 1], 1, 3600, &timeout) == 0) {
+				i++;
+				continue;
+			}
+			fprintf(stderr, "imds-server await: want [--timeout SECONDS 1..3600], got '%s'\n",
+				argv[i]);
+			return EXIT_CONFIG;
+		}
+		if (config_from_env(&cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "imds-server: %s\n", err);
+			return EXIT_CONFIG;
+		}
+		return nodelink_await(&cfg, agent_socket(), timeout);
 	}
 	fprintf(stderr, "imds-server: unknown command '%s'\n%s", argv[1], usage);
 	return EXIT_CONFIG;

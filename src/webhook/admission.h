@@ -48,6 +48,10 @@ struct ifc_plugin;
 struct admission_config {
 	const char *imds_image;   /* required */
 	int native_sidecar;       /* 1: initContainers entry with restartPolicy: Always (k8s 1.29+); 0: plain container */
+	/* --network-mode agent: the network half is the node agent's (imds-node),
+	 * the sidecar runs unprivileged (docs/webhook.md, --network-mode);
+	 * 0: pod, the sidecar plumbs its pod as root with NET_ADMIN/NET_RAW */
+	int agent_network;
 	const char *vendor_data;  /* cluster-wide vendor-data (from --vendor-data-file), NULL if none */
 	const char *cpu, *memory; /* sidecar requests (and limits when Guaranteed); NULL: the defaults above */
 	const char *memory_limit; /* limit for non-Guaranteed pods; NULL: the default above */

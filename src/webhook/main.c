@@ -36,6 +36,10 @@ static const char usage[] =
 	"  --imds-image IMAGE         imds-server image to inject (required; $IMDS_IMAGE overrides)\n"
 	"  --sidecar-mode MODE        native (init container, restartPolicy Always; k8s >= 1.29)\n"
 	"                             or container (a plain container, older clusters)\n"
+	"  --network-mode MODE        pod (default: the sidecar builds its pod's network half,\n"
+	"                             as root with NET_ADMIN and NET_RAW: Pod Security privileged)\n"
+	"                             or agent (the imds-node DaemonSet builds it; the sidecar\n"
+	"                             runs as UID 107 with no capability: the pod keeps its level)\n"
 	"  --vendor-data-file FILE    cluster-wide vendor-data for pods that set none\n"
 	"  --sidecar-cpu Q            CPU request of the sidecar (default 10m)\n"
 	"  --sidecar-memory Q         memory request (default 16Mi)\n"
@@ -180,6 +184,7 @@ int main(int argc, char **argv)
 	const char *listen_addr = ":8443";
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
+	const char *net_mode = "pod";
 	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi", *plugin = NULL;
 	const char *def_eviction = NULL;
 	static struct ifc_plugin plugins[IFC_MAX_PLUGINS];
@@ -198,6 +203,7 @@ int main(int argc, char **argv)
 		    flag(argc, argv, &i, "--tls-key-file", &key) ||
 		    flag(argc, argv, &i, "--imds-image", &image) ||
 		    flag(argc, argv, &i, "--sidecar-mode", &mode) ||
+		    flag(argc, argv, &i, "--network-mode", &net_mode) ||
 		    flag(argc, argv, &i, "--vendor-data-file", &vendor_file) ||
 		    flag(argc, argv, &i, "--sidecar-cpu", &cpu) ||
 		    flag(argc, argv, &i, "--sidecar-memory", &mem) ||
@@ -231,6 +237,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "imds-webhook: --sidecar-mode: '%s' is not native or container\n", mode);
 		return EXIT_CONFIG;
 	}
+	if (strcmp(net_mode, "pod") != 0 && strcmp(net_mode, "agent") != 0) {
+		fprintf(stderr,
+			"imds-webhook: --network-mode: '%s' is not pod or agent (agent needs the imds-node DaemonSet, deploy/)\n",
+			net_mode);
+		return EXIT_CONFIG;
+	}
 
 	int status = 1;
 	char err[512];
@@ -241,6 +253,7 @@ int main(int argc, char **argv)
 	w.acfg = (struct admission_config){
 		.imds_image = image,
 		.native_sidecar = strcmp(mode, "native") == 0,
+		.agent_network = strcmp(net_mode, "agent") == 0,
 		.cpu = cpu,
 		.memory = mem,
 		.memory_limit = mem_limit,
@@ -309,8 +322,8 @@ int main(int argc, char **argv)
 	 * answer has been written. */
 	loop_set_before_sleep(w.loop, before_sleep, &w);
 	char where[80];
-	log_info("serving admission reviews on %s (image %s, %s sidecar)",
-		 addr_local(fd, where, sizeof(where)), image, mode);
+	log_info("serving admission reviews on %s (image %s, %s sidecar, network mode %s)",
+		 addr_local(fd, where, sizeof(where)), image, mode, net_mode);
 	r = loop_run(w.loop);
 	log_flush();
 	if (r < 0) {

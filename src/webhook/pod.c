@@ -23,6 +23,27 @@
 #define VOL_USER_DATA "imds-user-data"
 #define VOL_SSH_KEYS "imds-ssh-keys"
 #define VOL_STATE "imds-state"
+/* --network-mode agent (docs/webhook.md, --network-mode): the folder the
+ * sidecar binds the node agent's socket in (the contract with src/node/:
+ * IMDS_AGENT_SOCKET's default is NODE_DIR "/agent.sock"), and the init
+ * container that holds the main containers until the guard is in place when
+ * the sidecar is a plain container. */
+#define VOL_NODE "imds-node"
+#define NODE_DIR "/run/imds-node"
+#define AWAIT_NAME "imds-await"
+/* The launcher's user and group: KubeVirt's util.NonRootUID
+ * (pkg/util/util.go:30), the pod's runAsUser and runAsGroup
+ * (pkg/virt-controller/services/template.go:314-316, v1.8.4) and its fsGroup
+ * always, so the sidecar reads the same volumes as UID 107. */
+#define LAUNCHER_UID 107
+/* The native sidecar's startupProbe, `imds-server probe`: every second, so
+ * compute waits at most a second past "guard in place"; 120 failures (two
+ * minutes: a new node pulling the agent's image, the agent's pod restarting)
+ * before the kubelet restarts the sidecar; 2 s for an exec under a loaded
+ * node (the probe reads one file). */
+#define PROBE_PERIOD_S 1
+#define PROBE_FAILURES 120
+#define PROBE_TIMEOUT_S 2
 /* Where the sidecar looks (src/sidecar/config.h, docs/sidecar.md). */
 #define TOKEN_DIR "/var/run/secrets/tokens"
 #define PODINFO_DIR "/var/run/imds/podinfo"
@@ -426,6 +447,39 @@ static struct json_object *state_volume(void)
 	return jb_obj("name", jb_str(VOL_STATE), "emptyDir", jb_obj("sizeLimit", jb_str("1Mi"), JB_END), JB_END);
 }
 
+/* Disk-backed, not medium: Memory: a tmpfs would be a mount of its own that
+ * the node agent, reading the kubelet's pod folder through a hostPath,
+ * only sees with mount propagation (docs/design.md, "The protocol"). */
+static struct json_object *node_volume(void)
+{
+	return jb_obj("name", jb_str(VOL_NODE), "emptyDir", jb_obj("sizeLimit", jb_str("1Mi"), JB_END), JB_END);
+}
+
+/* The sidecar's securityContext.  pod: root with exactly the three
+ * capabilities the network half needs (docs/sidecar.md): Kubernetes has no
+ * ambient capabilities, so a non-root user could not use them; container
+ * settings override the launcher pod's runAsNonRoot.  Pod Security:
+ * privileged only.  agent: the launcher's own user with nothing at all
+ * (the agent binds port 80 and passes the listeners), which Pod Security's
+ * restricted profile accepts (the seccomp profile set here, so a pod that
+ * sets none at pod level does not lose restricted because of us). */
+static struct json_object *security_context(struct review *a)
+{
+	if (!a->cfg->agent_network)
+		return jb_obj("allowPrivilegeEscalation", json_object_new_boolean(0), "capabilities",
+			      jb_obj("add", jb_arr(3, jb_str("NET_ADMIN"), jb_str("NET_RAW"), jb_str("NET_BIND_SERVICE")),
+				     "drop", jb_arr(1, jb_str("ALL")), JB_END),
+			      "privileged", json_object_new_boolean(0), "readOnlyRootFilesystem",
+			      json_object_new_boolean(1), "runAsNonRoot", json_object_new_boolean(0), "runAsUser",
+			      json_object_new_int64(0), JB_END);
+	return jb_obj("allowPrivilegeEscalation", json_object_new_boolean(0), "capabilities",
+		      jb_obj("drop", jb_arr(1, jb_str("ALL")), JB_END), "privileged", json_object_new_boolean(0),
+		      "readOnlyRootFilesystem", json_object_new_boolean(1), "runAsGroup",
+		      json_object_new_int64(LAUNCHER_UID), "runAsNonRoot", json_object_new_boolean(1), "runAsUser",
+		      json_object_new_int64(LAUNCHER_UID), "seccompProfile",
+		      jb_obj("type", jb_str("RuntimeDefault"), JB_END), JB_END);
+}
+
 static struct json_object *resources(struct review *a, struct pod *p)
 {
 	/* Guaranteed stays Guaranteed only if every container has limits
@@ -506,19 +560,12 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 		snprintf(d, sizeof(d), CLOUD_INIT_DIR "/ssh/%zu", i);
 		mounts = jb_push(mounts, mount(v, d));
 	}
-	/* the one writable mount (the root filesystem is read-only) */
+	/* the writable mounts (the root filesystem is read-only) */
 	mounts = jb_push(mounts, jb_obj("name", jb_str(VOL_STATE), "mountPath", jb_str(STATE_DIR), JB_END));
-
-	/* Root with exactly the three capabilities the network half needs (docs/sidecar.md): Kubernetes has
-	 * no ambient capabilities, so a non-root user could not use them.
-	 * Container-level settings override the launcher pod's runAsNonRoot. */
-	struct json_object *sc = jb_obj(
-		"allowPrivilegeEscalation", json_object_new_boolean(0), "capabilities",
-		jb_obj("add", jb_arr(3, jb_str("NET_ADMIN"), jb_str("NET_RAW"), jb_str("NET_BIND_SERVICE")),
-		     "drop", jb_arr(1, jb_str("ALL")), JB_END),
-		"privileged", json_object_new_boolean(0), "readOnlyRootFilesystem",
-		json_object_new_boolean(1), "runAsNonRoot", json_object_new_boolean(0), "runAsUser",
-		json_object_new_int64(0), JB_END);
+	if (a->cfg->agent_network) {
+		env = jb_push(env, env_value("IMDS_NET_MODE", jb_str("agent")));
+		mounts = jb_push(mounts, jb_obj("name", jb_str(VOL_NODE), "mountPath", jb_str(NODE_DIR), JB_END));
+	}
 
 	struct json_object *c = jb_obj("name", jb_str(CONTAINER_NAME), "image", jb_str(a->cfg->imds_image),
 				     "command", jb_arr(2, jb_str("/imds-server"), jb_str("run")), "env", env,
@@ -529,9 +576,32 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 		c = jb_set(c, "resources", resources(a, p));
 	if (a->cfg->native_sidecar)
 		c = jb_set(c, "restartPolicy", jb_str("Always"));
-	c = jb_set(c, "securityContext", sc);
+	/* A restartable init container's startupProbe holds every later init
+	 * container and all the main containers until it passes: compute (and
+	 * with it the VM's taps) starts only once the agent's guard is in
+	 * place.  The image is scratch: the probe is the binary itself. */
+	if (a->cfg->native_sidecar && a->cfg->agent_network)
+		c = jb_set(c, "startupProbe",
+			   jb_obj("exec", jb_obj("command", jb_arr(2, jb_str("/imds-server"), jb_str("probe")), JB_END),
+				  "periodSeconds", json_object_new_int64(PROBE_PERIOD_S), "failureThreshold",
+				  json_object_new_int64(PROBE_FAILURES), "timeoutSeconds",
+				  json_object_new_int64(PROBE_TIMEOUT_S), JB_END));
+	c = jb_set(c, "securityContext", security_context(a));
 	c = jb_set(c, "volumeMounts", mounts);
 	return c;
+}
+
+/* --sidecar-mode container with the agent: main containers start in spec
+ * order without waiting for one another's probes, so a classic init
+ * container holds them instead (init containers all finish before any main
+ * container starts): the sidecar's own settings, `imds-server await`. */
+static struct json_object *await_container(struct json_object *c)
+{
+	struct json_object *w = NULL;
+	if (!c || json_object_deep_copy(c, &w, NULL) < 0)
+		return NULL;
+	w = jb_set(w, "name", jb_str(AWAIT_NAME));
+	return jb_set(w, "command", jb_arr(2, jb_str("/imds-server"), jb_str("await")));
 }
 
 /* Every element an object with a string name; 1 when one is named name. */
@@ -567,7 +637,7 @@ static void pod_patch(struct review *a, struct pod *p)
 	    rv_add(a, "/metadata/annotations/imds.kubevirt.io~1vendor-data", jb_str(a->cfg->vendor_data)) < 0)
 		return;
 
-	struct json_object *vols[5 + 2 + CI_MAX_SSH];
+	struct json_object *vols[6 + 2 + CI_MAX_SSH];
 	size_t nv = 0;
 	vols[nv++] = token_volume(p);
 	vols[nv++] = podinfo_volume(p);
@@ -589,6 +659,8 @@ static void pod_patch(struct review *a, struct pod *p)
 		vols[nv++] = secret_volume(v, p->ci.ssh[i]);
 	}
 	vols[nv++] = state_volume();
+	if (a->cfg->agent_network)
+		vols[nv++] = node_volume();
 	if (p->volumes == JV_NONE) {
 		struct json_object *arr = json_object_new_array();
 		for (size_t i = 0; i < nv; i++)
@@ -608,6 +680,14 @@ static void pod_patch(struct review *a, struct pod *p)
 	/* Appended, never inserted: compute stays containers[0] (KubeVirt and
 	 * kubectl rely on it), and a native sidecar starts after the init
 	 * containers before it, which are short. */
+	if (!a->cfg->native_sidecar && a->cfg->agent_network) {
+		struct json_object *w = await_container(c);
+		if (rv_add(a, p->inits != JV_NONE ? "/spec/initContainers/-" : "/spec/initContainers",
+			   p->inits != JV_NONE ? w : jb_arr(1, w)) < 0) {
+			json_object_put(c);
+			return;
+		}
+	}
 	if (!a->cfg->native_sidecar)
 		rv_add(a, "/spec/containers/-", c);
 	else if (p->inits != JV_NONE)
@@ -670,8 +750,14 @@ void pod_admit(struct review *a, uint32_t req, struct str op)
 		rv_reason(a, "already has an %s container", CONTAINER_NAME);
 		return;
 	}
-	static const char *const ours[] = {VOL_TOKEN, VOL_PODINFO, VOL_USER_DATA};
-	for (size_t i = 0; i < 3; i++)
+	if (a->cfg->agent_network && !a->cfg->native_sidecar &&
+	    (has_named(a, p.containers, AWAIT_NAME, "request.object.spec.containers") ||
+	     has_named(a, p.inits, AWAIT_NAME, "request.object.spec.initContainers")) &&
+	    !a->err)
+		rv_fail(a, RV_DENY, "the pod already has a container named %s, which %s needs", AWAIT_NAME,
+			CONTAINER_NAME);
+	static const char *const ours[] = {VOL_TOKEN, VOL_PODINFO, VOL_USER_DATA, VOL_NODE};
+	for (size_t i = 0; i < 3 + (a->cfg->agent_network ? 1u : 0u) && !a->err; i++)
 		if (has_named(a, p.volumes, ours[i], "request.object.spec.volumes") && !a->err)
 			rv_fail(a, RV_DENY, "the pod already has a volume named %s, which %s needs", ours[i],
 			     CONTAINER_NAME);
@@ -693,8 +779,9 @@ void pod_admit(struct review *a, uint32_t req, struct str op)
 	pod_patch(a, &p);
 	if (a->err)
 		goto done;
-	rv_reason(a, "injected %s (%s%s%s%s%s)", CONTAINER_NAME,
+	rv_reason(a, "injected %s (%s%s%s%s%s%s)", CONTAINER_NAME,
 	       a->cfg->native_sidecar ? "native sidecar" : "container",
+	       a->cfg->agent_network ? ", agent network" : "",
 	       p.pod_resources ? ", pod-level resources" : p.guaranteed ? ", Guaranteed" : "",
 	       p.ud == UD_SECRET ? ", user-data Secret" : p.ud == UD_CONFIGMAP ? ", user-data ConfigMap" : "",
 	       p.add_vendor_data ? ", cluster vendor-data" : "",

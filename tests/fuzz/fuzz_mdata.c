@@ -22,17 +22,9 @@
 #include "sbuf.h"
 #include "sshkeys.h"
 #include "utf8.h"
+#include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                \
-			abort();                                                       \
-		}                                                                      \
-	} while (0)
 
 static char norm[SSHKEY_LINE_MAX + 1], norm2[SSHKEY_LINE_MAX + 1];
 

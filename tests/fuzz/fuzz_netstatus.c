@@ -20,17 +20,9 @@
 #include "netstatus.h"
 #include "sbuf.h"
 #include "utf8.h"
+#include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                \
-			abort();                                                       \
-		}                                                                      \
-	} while (0)
 
 static struct netstatus a, b;
 static char doc[NETSTATUS_MAX_NICS * (NETSTATUS_NAME_MAX + NETSTATUS_IFACE_MAX) * 6 + 4096];

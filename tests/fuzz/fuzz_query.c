@@ -25,17 +25,9 @@
 
 #include "audience.h"
 #include "call.h"
+#include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                \
-			abort();                                                       \
-		}                                                                      \
-	} while (0)
 
 static const char *const keys[] = {"audience", "a", "au", "", "x y", "wait_for_change", "last_etag", "timeout_sec"};
 

@@ -13,6 +13,8 @@ cd "$(dirname "$0")/../.." || exit 1
 REPO=$(pwd)
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
+# shellcheck source=tests/lib/npm.sh
+. tests/lib/npm.sh
 # shellcheck source=tests/lib/kube.sh
 . tests/lib/kube.sh
 
@@ -31,24 +33,10 @@ cleanup() {
 trap cleanup EXIT
 
 # --- node modules, cached by the hash of the lock file
-LOCK_DIR=$REPO/tests/lib/manifests
-CACHE_ROOT=${IMDS_CACHE_DIR:-$REPO/tmp/cache}
-hash=$(cat "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
-NPM_DIR=$CACHE_ROOT/npm-$hash
-if [[ ! -f $NPM_DIR/COMPLETE ]]; then
-	mkdir -p "$CACHE_ROOT"
-	tmp=$(mktemp -d "$CACHE_ROOT/npm-tmp.XXXXXX")
-	cp "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" "$tmp/"
-	if (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund >npm.log 2>&1); then
-		touch "$tmp/COMPLETE"
-		rm -rf "$NPM_DIR"
-		mv "$tmp" "$NPM_DIR"
-	else
-		not_ok "npm ci of tests/lib/manifests into the cache" "$(tail -n 20 "$tmp/npm.log")"
-		rm -rf "$tmp"
-		tap_done
-		exit 1
-	fi
+if ! npm_cached "$REPO/tests/lib/manifests" npm; then
+	not_ok "npm ci of tests/lib/manifests into the cache" "$NPM_ERR"
+	tap_done
+	exit 1
 fi
 ok "kubernetes-models and js-yaml installed (cache ${NPM_DIR#"$REPO"/})"
 MODULES=$NPM_DIR/node_modules
@@ -81,7 +69,7 @@ fi
 KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
 
 # --- render
-for o in base overlays/cert-manager overlays/manual overlays/monitoring overlays/match-conditions; do
+for o in base overlays/cert-manager overlays/manual overlays/monitoring node overlays/agent overlays/match-conditions; do
 	name=$(basename "$o")
 	if "$KUBECTL_BIN" kustomize "deploy/$o" >"$WORK/$name.yaml" 2>"$WORK/$name.err"; then
 		ok "kubectl kustomize deploy/$o"
@@ -91,7 +79,7 @@ for o in base overlays/cert-manager overlays/manual overlays/monitoring overlays
 done
 
 # --- offline validation
-for name in base cert-manager manual; do
+for name in base cert-manager manual node agent; do
 	validate "deploy/$name: every object validates; design policy holds" \
 		--policy "$name" "$WORK/$name.yaml"
 done
@@ -124,6 +112,40 @@ sed '0,/failurePolicy: Fail/s//failurePolicy: Ignore/' "$WORK/base.yaml" >"$WORK
 expect_invalid "policy rejects a labelled opt-in that fails open" "$WORK/bad-open.yaml" --policy base
 sed 's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' "$WORK/base.yaml" >"$WORK/bad-ro.yaml"
 expect_invalid "policy rejects a writable root filesystem" "$WORK/bad-ro.yaml" --policy base
+# The agent's privileges are exactly those of docs/operations.md.
+sed 's/^\( *\)- SYS_PTRACE$/&\n\1- SYS_MODULE/' "$WORK/node.yaml" >"$WORK/bad-cap.yaml"
+grep -q SYS_MODULE "$WORK/bad-cap.yaml" &&
+	expect_invalid "policy rejects a sixth capability for the agent" "$WORK/bad-cap.yaml" --policy node
+sed 's/privileged: false/privileged: true/' "$WORK/node.yaml" >"$WORK/bad-priv.yaml"
+expect_invalid "policy rejects a privileged agent" "$WORK/bad-priv.yaml" --policy node
+sed 's/^\( *\)readOnly: true$/\1readOnly: false/' "$WORK/node.yaml" >"$WORK/bad-rw.yaml"
+expect_invalid "policy rejects a writable kubelet pod folder" "$WORK/bad-rw.yaml" --policy node
+sed 's/automountServiceAccountToken: false/automountServiceAccountToken: true/' "$WORK/node.yaml" >"$WORK/bad-token.yaml"
+expect_invalid "policy rejects a token in the agent" "$WORK/bad-token.yaml" --policy node
+expect_invalid "policy rejects the base's webhook (pod mode) as the agent overlay's" "$WORK/base.yaml" --policy agent
+
+# The agent's pod as Pod Security sees it (psa-check, the upstream evaluator):
+# privileged only, for its host PID namespace, the hostPath and the
+# capabilities; so its namespace says enforce: privileged.
+if psa_dir=$(hack/build-psa-check.sh 2>"$WORK/psa-build.log" | tail -n 1) && [[ -x $psa_dir/psa-check ]]; then
+	/usr/bin/python3 -c '
+import sys, json, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "DaemonSet":
+        t = d["spec"]["template"]
+        json.dump({"apiVersion": "v1", "kind": "Pod", "metadata": t["metadata"], "spec": t["spec"]}, open(sys.argv[2], "w"))
+' "$WORK/node.yaml" "$WORK/agent-pod.json"
+	why=$("$psa_dir/psa-check" baseline "$WORK/agent-pod.json" 2>&1)
+	if [[ $why == *'host namespaces (hostPID=true)'* && $why == *'hostPath volumes (volume "kubelet-pods")'* &&
+		$why == *'non-default capabilities (container "imds-node" must not include "NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_PTRACE" in securityContext.capabilities.add)'* ]] &&
+		"$psa_dir/psa-check" privileged "$WORK/agent-pod.json" >/dev/null 2>&1; then
+		ok "the agent's pod is Pod Security privileged only (hostPID, the hostPath, four non-default capabilities)"
+	else
+		not_ok "the agent's pod is Pod Security privileged only (hostPID, the hostPath, four non-default capabilities)" "$why"
+	fi
+else
+	not_ok "psa-check built (hack/build-psa-check.sh)" "$(tail -n 20 "$WORK/psa-build.log")"
+fi
 sed 's/imds.kubevirt.io\/enabled: "true"/imds.kubevirt.io\/enabled: "yes"/' deploy/test/vm-cirros.yaml >"$WORK/bad-vm.yaml"
 expect_invalid "examples: a VM that does not opt in is rejected" "$WORK/bad-vm.yaml" --examples
 sed 's/token-expiration: "600"/token-expiration: "10"/' deploy/test/vm-cirros.yaml >"$WORK/bad-exp.yaml"
@@ -209,6 +231,12 @@ dry_run "deploy/overlays/cert-manager: kubectl apply --dry-run=server" "$WORK/ce
 to120 "$WORK/manual.yaml" >"$WORK/manual-120.yaml"
 dry_run "deploy/overlays/manual: kubectl apply --dry-run=server" "$WORK/manual-120.yaml"
 dry_run "deploy/overlays/monitoring: kubectl apply --dry-run=server" "$WORK/monitoring.yaml"
+# The agent's namespace must exist for its namespaced objects' dry-run; the API
+# server's validation takes allowPrivilegeEscalation false with SYS_ADMIN.
+kctl create namespace kubevirt-imds-node >/dev/null
+dry_run "deploy/node: kubectl apply --dry-run=server" "$WORK/node.yaml"
+to120 "$WORK/agent.yaml" >"$WORK/agent-120.yaml"
+dry_run "deploy/overlays/agent: kubectl apply --dry-run=server" "$WORK/agent-120.yaml"
 # Every metric the alerts use is one the webhook exports.
 missing=""
 while read -r m; do

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.." || exit 1
 REPO=$(pwd)
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
+# shellcheck source=tests/lib/npm.sh
+. tests/lib/npm.sh
 # shellcheck source=tests/lib/kube.sh
 . tests/lib/kube.sh
 
@@ -139,23 +141,9 @@ else
 fi
 
 # --- the release's manifests, offline (kubernetes-models, design policy) ...
-LOCK_DIR=$REPO/tests/lib/manifests
-CACHE_ROOT=${IMDS_CACHE_DIR:-$REPO/tmp/cache}
-hash=$(cat "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
-MODULES=$CACHE_ROOT/npm-$hash/node_modules
-if [[ ! -f $CACHE_ROOT/npm-$hash/COMPLETE ]]; then
-	mkdir -p "$CACHE_ROOT"
-	tmp=$(mktemp -d "$CACHE_ROOT/npm-tmp.XXXXXX")
-	cp "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" "$tmp/"
-	if (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund >npm.log 2>&1); then
-		touch "$tmp/COMPLETE"
-		rm -rf "$CACHE_ROOT/npm-$hash"
-		mv "$tmp" "$CACHE_ROOT/npm-$hash"
-	else
-		not_ok "npm ci of tests/lib/manifests into the cache" "$(tail -n 20 "$tmp/npm.log")"
-		rm -rf "$tmp"
-	fi
-fi
+npm_cached "$REPO/tests/lib/manifests" npm ||
+	not_ok "npm ci of tests/lib/manifests into the cache" "$NPM_ERR"
+MODULES=$NPM_DIR/node_modules
 for o in manual cert-manager; do
 	if out=$(node tests/lib/validate_manifests.mjs --modules "$MODULES" --policy "$o" \
 		"$D/kubevirt-imds-$o.yaml" 2>&1); then

@@ -19,26 +19,14 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/../lib/server.sh"
 # shellcheck source=../lib/podinfo.sh
 source "$(dirname "$0")/../lib/podinfo.sh"
+# shellcheck source=../lib/npm.sh
+source "$(dirname "$0")/../lib/npm.sh"
 
 # --- gcp-metadata, cached by the hash of its lock file
-LOCK_DIR=$REPO/tests/lib/gcp
-CACHE_ROOT=${IMDS_CACHE_DIR:-$REPO/tmp/cache}
-hash=$(cat "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
-NPM_DIR=$CACHE_ROOT/npm-gcp-$hash
-if [[ ! -f $NPM_DIR/COMPLETE ]]; then
-	mkdir -p "$CACHE_ROOT"
-	tmp=$(mktemp -d "$CACHE_ROOT/npm-tmp.XXXXXX")
-	cp "$LOCK_DIR/package.json" "$LOCK_DIR/package-lock.json" "$tmp/"
-	if (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund >npm.log 2>&1); then
-		touch "$tmp/COMPLETE"
-		rm -rf "$NPM_DIR"
-		mv "$tmp" "$NPM_DIR"
-	else
-		not_ok "npm ci of tests/lib/gcp into the cache" "$(tail -n 20 "$tmp/npm.log")"
-		rm -rf "$tmp"
-		tap_done
-		exit 1
-	fi
+if ! npm_cached "$REPO/tests/lib/gcp" npm-gcp; then
+	not_ok "npm ci of tests/lib/gcp into the cache" "$NPM_ERR"
+	tap_done
+	exit 1
 fi
 ok "gcp-metadata $(node -p "require('$NPM_DIR/node_modules/gcp-metadata/package.json').version") installed (cache ${NPM_DIR#"$REPO"/})"
 MODULES=$NPM_DIR/node_modules

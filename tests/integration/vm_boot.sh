@@ -66,17 +66,21 @@
 #
 # Prints the boot timings and the time from the guest's first request to
 # cloud-init's final stage, per scenario.  VM_BOOT_SCENARIOS selects scenarios;
-# KEEP=1 keeps the work dir.  The default: every scenario in the debug build; in
-# the ASan build (make test runs the stage twice, and CI has 45 minutes of its
-# 90 for all of it: issue 34) only those whose guest drives a part of the
-# sidecar no other ASan suite drives with a real guest: masquerade + Istio and
-# migration (istio), the ARP responder and restarts under SIGKILL (linklocal),
-# bridge binding's alias and network-config (bridge-trixie), passt's loopback
-# path (passt), NDP and the IPv6 listeners (ipv6).  Left to the debug build:
-# bridge (Debian 12 in the same binding as bridge-trixie; its Secret-backed
-# cloudInitNoCloud volume is read by the same code kubevirt_cloudinit runs under
-# ASan) and continuity (its first boot never reaches the sidecar, its second
-# reads plain NoCloud data).
+# KEEP=1 keeps the work dir.  The default: each scenario boots once per
+# `make test` (the stage runs in both builds, and CI has 45 minutes of its 90
+# for all of it: issue 34). The ASan build boots those whose guest drives a
+# part of the sidecar no other ASan suite drives with a real guest:
+# masquerade + Istio and migration (istio), the ARP responder and restarts
+# under SIGKILL (linklocal), bridge binding's alias and network-config
+# (bridge-trixie), passt's loopback path (passt), NDP and the IPv6 listeners
+# (ipv6). The debug build boots the rest: bridge (Debian 12 in the same
+# binding as bridge-trixie; its Secret-backed cloudInitNoCloud volume is read
+# by the same code kubevirt_cloudinit runs under ASan) and continuity (its
+# first boot never reaches the sidecar, its second reads plain NoCloud data).
+# The two builds serve the same bytes by the same code: a scenario booted in
+# both proved nothing the second time but the emulator's patience (five boots,
+# ~12 of CI's minutes, measured 2026-11-27). VM_BOOT_SCENARIOS=all boots every
+# scenario in either build.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$here/../.." && pwd)"
@@ -95,11 +99,13 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
+ALL_SCENARIOS="istio linklocal bridge-trixie bridge passt ipv6 continuity"
 if [[ $VARIANT == asan ]]; then
 	SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie passt ipv6}
 else
-	SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie bridge passt ipv6 continuity}
+	SCENARIOS=${VM_BOOT_SCENARIOS:-bridge continuity}
 fi
+[[ $SCENARIOS == all ]] && SCENARIOS=$ALL_SCENARIOS
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
 GUEST_MAC=52:54:00:5e:00:02
@@ -757,7 +763,7 @@ timings() {
 	B_FINAL="$(fsub "$BOOT_T0" "$t_final")"
 	B_REQ="$(fsub "$BOOT_T0" "$t_req")"
 	B_REQ_FINAL="$(fsub "$t_req" "$t_final")"
-	echo "# $l timeline (s since qemu start, TCG, ${VM_SMP:-2} vCPU): kernel $(fsub "$BOOT_T0" "$t_kernel")," \
+	echo "# $l timeline (s since qemu start, TCG, ${VM_SMP:-1} vCPU): kernel $(fsub "$BOOT_T0" "$t_kernel")," \
 		"first request $B_REQ, cloud-init final $B_FINAL, report $(vm_elapsed "$BOOT_T0")"
 	echo "# $l: guest's first request -> cloud-init final stage: ${B_REQ_FINAL}s"
 }
@@ -1105,10 +1111,22 @@ restart_during_boot() {
 	done
 	R2_MS=-
 	[[ -n $t ]] && R2_MS=$(awk -v a="${R2_EXEC/,/.}" -v b="$t" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	# Two clocks: the host's (the restart to the copy of the sidecar's log
+	# line, stamped by a copier polling every 50 ms) and the guest's own
+	# (unanswered_ms: its first failed request to its first answer, which
+	# includes the RESTART_GAP the sidecar was down). Either within bound
+	# shows the sidecar answered; both out of bound fails, with both figures
+	# in the title (a CI summary shows only that).
+	local back g_ms g_bound
+	back="$(line "$con" 'IMDS-POLL-BACK')"
+	g_ms=$(sed -n 's/.*unanswered_ms=\([0-9]*\).*/\1/p' <<<"$back")
+	g_bound=$(awk -v g="$RESTART_GAP" 'BEGIN { printf "%.0f", g * 1000 + 1000 }')
 	if [[ $R2_MS != - ]] && ((R2_MS < 1000)); then
-		ok "$l: the polling guest served again ${R2_MS} ms after the restart ($(line "$con" 'IMDS-POLL-BACK' | cut -d' ' -f2-))"
+		ok "$l: the polling guest served again ${R2_MS} ms after the restart (${back#* })"
+	elif [[ -n $g_ms ]] && ((g_ms < g_bound)); then
+		ok "$l: the polling guest served again, ${g_ms} ms unanswered on its own clock (< ${g_bound} ms, the ${RESTART_GAP} s gap included; host clock: ${R2_MS} ms, the log copier's stamp)"
 	else
-		not_ok "$l: the polling guest served again within 1 s of the restart" "restart -> first answer: $R2_MS ms" \
+		not_ok "$l: the polling guest served again within 1 s of the restart (host: ${R2_MS} ms; guest: ${g_ms:--} ms unanswered, bound ${g_bound})" \
 			"$(line "$con" 'IMDS-POLL-')" "$(tail -n 20 "$SC_LOG")"
 	fi
 }
@@ -1582,7 +1600,7 @@ else
 	ok "sidecar logs free of sanitizer reports ($VARIANT)"
 fi
 total="$(vm_elapsed "$T_START")"
-echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-2} vCPU, total ${total}s:"
+echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-1} vCPU, total ${total}s:"
 printf '#   %s\n' "${SUMMARY[@]}"
 ok "VM stage total ${total}s ($VARIANT)"
 tap_done

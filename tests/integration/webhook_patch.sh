@@ -57,6 +57,7 @@ run() { # fixture expect [--deny NAME] [cli and checker options...]
 	while (($#)); do
 		case "$1" in
 		--container) cli_opts+=(--container); chk_opts+=(--mode container); shift ;;
+		--agent) cli_opts+=(--agent); chk_opts+=(--network-mode agent); shift ;;
 		--warn) chk_opts+=("$1" "$2"); shift 2 ;;
 		*) cli_opts+=("$1" "$2"); chk_opts+=("$1" "$2"); shift 2 ;;
 		esac
@@ -105,6 +106,14 @@ run pod-label-vmname patched
 run pod-userdata-200k patched
 run pod-keys-meta patched
 run pod-keys-meta patched --container
+# --network-mode agent (issue 29): the sidecar unprivileged, the imds-node folder, the probe or imds-await.
+run pod-kv18 patched --agent
+run pod-kv18 patched --container --agent
+run pod-guaranteed patched --agent
+run pod-guaranteed patched --container --agent
+run pod-secret patched --container --agent
+run pod-minimal patched --container --agent
+run pod-keys-meta patched --agent
 # Pods it does not concern.
 run pod-no-annotations skipped
 run hostile-pod-last-applied-only skipped

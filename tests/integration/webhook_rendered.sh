@@ -10,7 +10,7 @@
 #      generateName, defaults, ServiceAccount admission); fields the 1.20
 #      server predates put back and listed
 #   3. that review through the admission module (admission_cli) in both
-#      sidecar modes: the patch applied with python3-jsonpatch and checked
+#      sidecar modes, each also with --network-mode agent: the patch applied with python3-jsonpatch and checked
 #      (tests/lib/jsonpatch_check.py; rendered.py check: KubeVirt's order,
 #      the sidecar's place, QoS, the token), and the patched pod accepted
 #      by the API server (server-side dry-run)
@@ -231,17 +231,26 @@ done
 # --- 3. the patch on each, applied and admitted
 for c in "${CASES[@]}"; do
 	[[ -s "$REVIEWS/$c.json" ]] || continue
-	for mode in native container; do
-		args=()
-		[[ $mode == container ]] && args=(--container)
+	# native, container, and each with --network-mode agent (issue 29)
+	for mode in native container native-agent container-agent; do
+		args=() net=(--network-mode pod) agent=()
+		[[ $mode == container* ]] && args=(--container)
+		[[ $mode == *-agent ]] && args+=(--agent) net=(--network-mode agent) agent=(--agent)
 		resp=$WORK/$c.$mode.resp.json
 		"$CLI" "${args[@]}" --image "$IMAGE" <"$REVIEWS/$c.json" >"$resp" 2>"$WORK/meta"
 		expect_eq "$c ($mode): patched" "status=200 outcome=patched" \
 			"$(sed -n 's/^\(status=[0-9]*\) kind=[a-z]* \(outcome=[a-z]*\).*/\1 \2/p' "$WORK/meta")"
 		checked "$c ($mode)" "$PY" tests/lib/jsonpatch_check.py "$REVIEWS/$c.json" "$resp" --expect patched \
-			--mode "$mode" --image "$IMAGE"
-		checked "$c ($mode)" "$PY" tests/lib/rendered.py check "$REVIEWS/$c.json" "$resp" --mode "$mode" \
-			--emit-pod "$WORK/$c.$mode.patched.json"
+			--mode "${mode%-agent}" "${net[@]}" --image "$IMAGE"
+		checked "$c ($mode)" "$PY" tests/lib/rendered.py check "$REVIEWS/$c.json" "$resp" --mode "${mode%-agent}" \
+			"${agent[@]}" --emit-pod "$WORK/$c.$mode.patched.json"
+		# 1.20 refuses any probe on an init container (restartable ones, and
+		# their startupProbe, are 1.29's): the dry-run takes the native
+		# agent-mode pod without it, as restartPolicy is dropped unknown.
+		if [[ $mode == native-agent ]]; then
+			"$PY" -c 'import json,sys; p=json.load(open(sys.argv[1])); [c.pop("startupProbe") for c in p["spec"]["initContainers"] if c["name"]=="imds-server"]; json.dump(p, open(sys.argv[1], "w"))' \
+				"$WORK/$c.$mode.patched.json"
+		fi
 		# The patched pod through the API server, as it would be stored
 		# (server-side dry-run; the recording webhook allows it as is).
 		if out=$(kctl --as="$CONTROLLER" -n "$NS" create --dry-run=server --validate=false -o json \

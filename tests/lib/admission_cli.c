@@ -1,7 +1,7 @@
 /* admission_cli: one AdmissionReview on stdin, the webhook's answer on
  * stdout, "status=N kind=K outcome=O reason=R" on stderr.  The admission
  * module with no TLS around it, for tests/integration/webhook_patch.sh.
- *   admission_cli [--container] [--image IMG] [--vendor-data-file F]
+ *   admission_cli [--container] [--agent] [--image IMG] [--vendor-data-file F]
  *                 [--cpu Q] [--memory Q] [--memory-limit Q] [--binding-plugin NAME=KIND]...
  * Exit status 0 whenever an answer was produced; 2 on usage errors. */
 #include <errno.h>
@@ -47,6 +47,8 @@ int main(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--container") == 0) {
 			cfg.native_sidecar = 0;
+		} else if (strcmp(a, "--agent") == 0) { /* --network-mode agent */
+			cfg.agent_network = 1;
 		} else if (v && strcmp(a, "--image") == 0) {
 			cfg.imds_image = v;
 			i++;
@@ -81,7 +83,7 @@ int main(int argc, char **argv)
 			cfg.vendor_data = vendor;
 			i++;
 		} else {
-			fprintf(stderr, "usage: admission_cli [--container] [--image IMG] "
+			fprintf(stderr, "usage: admission_cli [--container] [--agent] [--image IMG] "
 					"[--vendor-data-file F] [--cpu Q] [--memory Q] [--memory-limit Q] "
 					"[--binding-plugin NAME=KIND]...\n");
 			return 2;

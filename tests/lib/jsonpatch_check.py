@@ -10,7 +10,7 @@ through the mount and the volume to its source, the way kubelet would, and
 user-data must arrive byte-exact.
 
   jsonpatch_check.py REVIEW RESPONSE --expect patched|skipped|denied
-        [--mode native|container] [--image IMG] [--vendor-data-file F]
+        [--mode native|container] [--network-mode pod|agent] [--image IMG] [--vendor-data-file F]
         [--deny-names ANNOTATION] [--emit-review OUT]
         [--warn SUBSTRING]... [--binding-plugin NAME=KIND]...
 
@@ -41,6 +41,11 @@ STATE_DIR = "/var/run/imds/state"
 CAPS = {"add": ["NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE"], "drop": ["ALL"]}
 SECURITY = {"allowPrivilegeEscalation": False, "capabilities": CAPS, "privileged": False,
             "readOnlyRootFilesystem": True, "runAsNonRoot": False, "runAsUser": 0}
+# --network-mode agent: the launcher's user (107), nothing added, Pod Security restricted
+SECURITY_AGENT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "privileged": False,
+                  "readOnlyRootFilesystem": True, "runAsGroup": 107, "runAsNonRoot": True, "runAsUser": 107,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+NODE_DIR = "/run/imds-node"
 
 failed = 0
 
@@ -210,6 +215,7 @@ def check_pod(args, orig, new):
     nanns = new["metadata"].get("annotations") or {}
     spec, nspec = orig["spec"], new["spec"]
     native = args.mode == "native"
+    agent = args.network_mode == "agent"
 
     # Only annotations, volumes and the container list change.
     a, b = copy.deepcopy(orig), copy.deepcopy(new)
@@ -239,6 +245,19 @@ def check_pod(args, orig, new):
            nspec["initContainers"][:-1])
         c = nspec["initContainers"][-1]
         eq("sidecar is a native sidecar (restartPolicy Always)", "Always", c.get("restartPolicy"))
+    elif agent:
+        # main containers do not wait for one another's probes: an init
+        # container holds them until the agent's guard is in place
+        eq("init containers kept in order, imds-await appended", spec.get("initContainers") or [],
+           nspec["initContainers"][:-1])
+        eq("containers kept in order, sidecar appended", spec["containers"], nspec["containers"][:-1])
+        c = nspec["containers"][-1]
+        w = dict(nspec["initContainers"][-1])
+        eq("imds-await: a classic init container running imds-server await",
+           ("imds-await", ["/imds-server", "await"], None), (w.get("name"), w.get("command"), w.get("restartPolicy")))
+        eq("imds-await: the sidecar in all but name and command",
+           {k: v for k, v in c.items() if k not in ("name", "command")},
+           {k: v for k, v in w.items() if k not in ("name", "command")})
     else:
         eq("init containers unchanged (plain container)", spec.get("initContainers"), nspec.get("initContainers"))
         eq("containers kept in order, sidecar appended", spec["containers"], nspec["containers"][:-1])
@@ -247,8 +266,16 @@ def check_pod(args, orig, new):
     eq("sidecar name", "imds-server", c["name"])
     eq("sidecar image", args.image, c["image"])
     eq("sidecar command", ["/imds-server", "run"], c["command"])
-    eq("securityContext: root with NET_ADMIN/NET_RAW/NET_BIND_SERVICE only, read-only root",
-       SECURITY, c.get("securityContext"))
+    if agent:
+        eq("securityContext: UID 107, no capability, RuntimeDefault seccomp, read-only root",
+           SECURITY_AGENT, c.get("securityContext"))
+        eq("startupProbe: imds-server probe (native sidecar only)",
+           {"exec": {"command": ["/imds-server", "probe"]}, "periodSeconds": 1, "failureThreshold": 120,
+            "timeoutSeconds": 2} if native else None, c.get("startupProbe"))
+    else:
+        eq("securityContext: root with NET_ADMIN/NET_RAW/NET_BIND_SERVICE only, read-only root",
+           SECURITY, c.get("securityContext"))
+        eq("no startupProbe", None, c.get("startupProbe"))
 
     nvols = nspec.get("volumes") or []
     eq("volumes kept in order", spec.get("volumes") or [], nvols[:len(spec.get("volumes") or [])])
@@ -259,6 +286,12 @@ def check_pod(args, orig, new):
             vol = next((v for v in nvols if v["name"] == m["name"]), {})
             eq("state: a writable emptyDir of 1Mi at " + STATE_DIR,
                (None, {"sizeLimit": "1Mi"}), (m.get("readOnly"), vol.get("emptyDir")))
+            continue
+        if m["mountPath"] == NODE_DIR and agent:
+            # the agent's socket folder: disk-backed (no medium), named as the agent looks for it
+            vol = next((v for v in nvols if v["name"] == m["name"]), {})
+            eq("agent: the writable emptyDir imds-node (1Mi, on disk) at " + NODE_DIR,
+               ("imds-node", None, {"sizeLimit": "1Mi"}), (m["name"], m.get("readOnly"), vol.get("emptyDir")))
             continue
         result(f"mount {m['mountPath']} is read-only and names a volume",
                m.get("readOnly") is True and any(v["name"] == m["name"] for v in nvols), m)
@@ -286,6 +319,11 @@ def check_pod(args, orig, new):
         "IMDS_AVAILABILITY_ZONE": field("metadata.labels['topology.kubernetes.io/zone']"),
         "IMDS_REGION": field("metadata.labels['topology.kubernetes.io/region']"),
     }
+    if agent:
+        want_env["IMDS_NET_MODE"] = "agent"
+    result("agent: the imds-node folder mounted" if agent else "pod mode: no imds-node folder",
+           any(m["mountPath"] == NODE_DIR for m in c.get("volumeMounts", [])) == agent
+           and any(v["name"] == "imds-node" for v in nvols) == agent, c.get("volumeMounts"))
     if ANN + "ssh-keys-secret" in anns:
         want_env["IMDS_SSH_KEYS_DIR"] = SSH_DIR
     if ANN + "meta-data" in anns:
@@ -435,6 +473,7 @@ def main():
     ap.add_argument("response")
     ap.add_argument("--expect", required=True, choices=["patched", "skipped", "denied"])
     ap.add_argument("--mode", default="native", choices=["native", "container"])
+    ap.add_argument("--network-mode", default="pod", choices=["pod", "agent"])
     ap.add_argument("--image", default="registry.example/kubevirt-imds/imds-server:test")
     ap.add_argument("--vendor-data-file")
     ap.add_argument("--cpu", default="10m")

@@ -14,7 +14,7 @@ webhook_rendered.sh turns them into TAP) and exits 1 if a check failed.
       ORIGINAL; fields that server does not know were dropped before any
       webhook ran: put them back (printed as RESTORED|path) and write the
       review a current API server would send.
-  rendered.py check REVIEW RESPONSE [--mode native|container] [--emit-pod F]
+  rendered.py check REVIEW RESPONSE [--mode native|container] [--agent] [--emit-pod F]
       What the issue asks of the patch on a rendered pod: KubeVirt's
       containers keep their order, the sidecar's place, QoS unchanged, the
       token projected even where automountServiceAccountToken is false.
@@ -182,7 +182,7 @@ def names(cs):
     return [c["name"] for c in cs or []]
 
 
-def check(review_path, response, mode, emit):
+def check(review_path, response, mode, emit, agent=False):
     review = load(review_path)
     orig = review["request"]["object"]
     new, resp = apply(review, response)
@@ -205,10 +205,19 @@ def check(review_path, response, mode, emit):
                ninits)
         sc = nspec["initContainers"][-1]
         eq("native sidecar", "Always", sc.get("restartPolicy"))
+    elif agent:
+        # --network-mode agent: imds-await holds the main containers until
+        # the agent's guard is in place; after KubeVirt's own init containers.
+        eq("KubeVirt's init containers keep their order, imds-await last", inits + ["imds-await"], ninits)
+        eq("KubeVirt's containers keep their order (compute first), the sidecar last", conts + ["imds-server"], nconts)
+        sc = nspec["containers"][-1]
     else:
         eq("init containers unchanged", inits, ninits)
         eq("KubeVirt's containers keep their order (compute first), the sidecar last", conts + ["imds-server"], nconts)
         sc = nspec["containers"][-1]
+    if agent:
+        eq("agent: the sidecar runs as the launcher's user (107), as the pod's own containers",
+           (107, 107), (sc["securityContext"].get("runAsUser"), (spec.get("securityContext") or {}).get("runAsUser")))
     eq("QoS unchanged", qos(spec), qos(nspec))
     env = {e["name"]: e for e in sc["env"]}
     eq("IMDS_SA_NAME follows spec.serviceAccountName", "spec.serviceAccountName",
@@ -330,15 +339,19 @@ def main():
     elif cmd == "restore":
         restore(*args)
     elif cmd == "check":
-        mode, emit = "native", None
+        mode, emit, agent = "native", None, False
         rest = args[2:]
         while rest:
+            if rest[0] == "--agent":
+                agent = True
+                rest = rest[1:]
+                continue
             if rest[0] == "--mode":
                 mode = rest[1]
             elif rest[0] == "--emit-pod":
                 emit = rest[1]
             rest = rest[2:]
-        check(args[0], args[1], mode, emit)
+        check(args[0], args[1], mode, emit, agent)
     elif cmd == "derive-migration":
         derive_migration(*args)
     elif cmd == "derive-sa-name":

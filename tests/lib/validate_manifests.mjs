@@ -2,11 +2,13 @@
 // OpenAPI schemas of Kubernetes, compiled to JSON-schema validators) and
 // js-yaml. Used by tests/integration/deploy_manifests.sh.
 //
-//   node tests/lib/validate_manifests.mjs --modules DIR [--policy base|cert-manager|manual]
+//   node tests/lib/validate_manifests.mjs --modules DIR [--policy base|cert-manager|manual|node|agent]
 //        [--examples] [--label NAME] FILE|- ...
 //
 // --modules   the node_modules directory (installed into a cache, never the repo)
-// --policy    also assert the design of deploy/ (docs/webhook.md) on the stream
+// --policy    also assert the design of deploy/ (docs/webhook.md) on the stream;
+//             node: deploy/node alone (the agent, docs/operations.md); agent:
+//             deploy/overlays/agent (the webhook in agent mode and the agent)
 // --examples  the files are deploy/test/ example VMs: KubeVirt objects must
 //             opt in and their Kubernetes-native parts must validate
 // One line per object: "ok <label> Kind/name" or "not ok <label> ...: why";
@@ -163,12 +165,27 @@ function checkPolicy(docs, which) {
   };
   const checks = [];
   const c = (name, fn) => checks.push([name, fn]);
+  const nodeSide = which === "node" || which === "agent";
+  if (nodeSide) checkNode(docs, get, c, which);
+  if (which === "node") return runChecks(checks);
 
   c("Namespace kubevirt-imds", () => get("Namespace", "kubevirt-imds"));
-  c("every namespaced object in kubevirt-imds", () => {
-    for (const d of docs)
-      if (!["Namespace", "MutatingWebhookConfiguration", "PriorityClass"].includes(d.kind))
-        assert(d.metadata.namespace === "kubevirt-imds", `${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`);
+  c("every namespaced object in kubevirt-imds (the agent's in kubevirt-imds-node)", () => {
+    for (const d of docs) {
+      if (["Namespace", "MutatingWebhookConfiguration", "PriorityClass"].includes(d.kind)) continue;
+      if (nodeSide && d.metadata.name === "imds-node" && ["ServiceAccount", "DaemonSet"].includes(d.kind))
+        assert(d.metadata.namespace === "kubevirt-imds-node", `${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`);
+      else assert(d.metadata.namespace === "kubevirt-imds", `${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`);
+    }
+  });
+  c("the webhook's namespace enforces Pod Security restricted", () => {
+    const ns = get("Namespace", "kubevirt-imds");
+    assert(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"] === "restricted", "not restricted");
+  });
+  c(`the webhook's --network-mode: ${which === "agent" ? "agent" : "pod (the default)"}`, () => {
+    const args = get("Deployment", "imds-webhook").spec.template.spec.containers[0].args;
+    const nm = args.filter((a) => a.startsWith("--network-mode"));
+    assert(JSON.stringify(nm) === (which === "agent" ? '["--network-mode=agent"]' : "[]"), `got ${JSON.stringify(nm)}`);
   });
   c("ServiceAccount: no token, no RBAC", () => {
     const sa = get("ServiceAccount", "imds-webhook");
@@ -305,6 +322,10 @@ function checkPolicy(docs, which) {
       assert(srv.spec.privateKey?.algorithm === "ECDSA", "serving key not ECDSA");
     });
   }
+  runChecks(checks);
+}
+
+function runChecks(checks) {
   for (const [name, fn] of checks) {
     try {
       fn();
@@ -313,6 +334,63 @@ function checkPolicy(docs, which) {
       fail(`policy: ${name}`, e.message);
     }
   }
+}
+
+// deploy/node: exactly the privileges of docs/operations.md ("The agent's
+// privileges"), each for one thing; nothing more.
+const AGENT_CAPS = ["NET_ADMIN", "NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "SYS_PTRACE"];
+const PODS_DIR = "/var/lib/kubelet/pods";
+function checkNode(docs, get, c, which) {
+  c("Namespace kubevirt-imds-node lets privileged pods in (and only it)", () => {
+    const ns = get("Namespace", "kubevirt-imds-node");
+    assert(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"] === "privileged", "not enforce: privileged");
+  });
+  c("imds-node: ServiceAccount without a token, no RBAC", () => {
+    const sa = get("ServiceAccount", "imds-node");
+    assert(sa.metadata.namespace === "kubevirt-imds-node", "namespace");
+    assert(sa.automountServiceAccountToken === false, "automountServiceAccountToken is not false");
+    assert(!docs.some((d) => /^(Cluster)?Role(Binding)?$/.test(d.kind)), "an RBAC object is present");
+  });
+  c("imds-node DaemonSet: hostPID, five capabilities, read-only pods folder, no token, no host network", () => {
+    const ds = get("DaemonSet", "imds-node");
+    const p = ds.spec.template.spec;
+    for (const [k, val] of Object.entries(ds.spec.selector.matchLabels))
+      assert(ds.spec.template.metadata.labels[k] === val, "selector does not match template");
+    assert(p.serviceAccountName === "imds-node" && p.automountServiceAccountToken === false, "token mounted");
+    assert(p.hostPID === true, "hostPID");
+    assert(!p.hostNetwork && !p.hostIPC, "host network or IPC");
+    assert(!p.initContainers && p.containers.length === 1, "one container, no init containers");
+    const ct = p.containers[0];
+    assert(!ct.ports, "ports (hostPort) open");
+    const sc = ct.securityContext || {};
+    assert(sc.privileged === false, "privileged is not false");
+    assert(sc.allowPrivilegeEscalation === false, "allowPrivilegeEscalation");
+    assert(sc.readOnlyRootFilesystem === true, "readOnlyRootFilesystem");
+    assert(sc.runAsUser === 0, "runAsUser is not 0 (the kubelet's pod folder is root's)");
+    assert(JSON.stringify(sc.capabilities?.drop) === '["ALL"]', "capabilities.drop [ALL]");
+    const add = [...(sc.capabilities?.add || [])].sort();
+    assert(JSON.stringify(add) === JSON.stringify(AGENT_CAPS), `capabilities.add ${JSON.stringify(add)}`);
+    assert((p.securityContext?.seccompProfile?.type || sc.seccompProfile?.type) === "RuntimeDefault", "seccomp");
+    assert(p.volumes.length === 1, "one volume");
+    const v = p.volumes[0];
+    assert(v.hostPath?.path === PODS_DIR && v.hostPath.type === "Directory", `volume is not the hostPath ${PODS_DIR}`);
+    const m = ct.volumeMounts || [];
+    assert(m.length === 1 && m[0].name === v.name && m[0].mountPath === PODS_DIR && m[0].readOnly === true,
+      "pods folder not mounted read-only at its own path");
+    assert(!m[0].mountPropagation || m[0].mountPropagation === "None", "mount propagation");
+    assert(ct.args.includes(`--pods-dir=${PODS_DIR}`), "--pods-dir");
+    assert(ct.resources?.requests?.cpu && ct.resources?.requests?.memory && ct.resources?.limits?.memory, "resources");
+  });
+  c("imds-node DaemonSet: where VMs run (virt-handler's nodes, every taint), priority class", () => {
+    const p = get("DaemonSet", "imds-node").spec.template.spec;
+    assert(p.nodeSelector?.["kubernetes.io/os"] === "linux", "nodeSelector os");
+    const terms = p.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms || [];
+    assert(terms.length === 1 && JSON.stringify(terms[0].matchExpressions) ===
+      '[{"key":"kubevirt.io/schedulable","operator":"Exists"}]', "node affinity kubevirt.io/schedulable Exists");
+    assert(p.tolerations?.some((t) => t.operator === "Exists" && !t.key && !t.effect), "does not tolerate every taint");
+    assert(p.priorityClassName === "kubevirt-imds-critical", "priorityClassName");
+    if (which === "agent") get("PriorityClass", "kubevirt-imds-critical");
+  });
 }
 
 for (const f of files) {

@@ -27,7 +27,14 @@
 #
 # vm_boot options (environment, read at each call):
 #   VM_MAC      guest MAC (default 52:54:00:00:00:02)
-#   VM_MEM      MiB (default 512)          VM_SMP   vCPUs (default 2, MTTCG)
+#   VM_MEM      MiB (default 512)
+#   VM_SMP      vCPUs (default 1: a VMI without spec.domain.cpu, CPU request or
+#               limit gets one socket of one core of one thread, KubeVirt's
+#               hardware.GetCPUTopology; and qemu 7.2's multi-threaded TCG
+#               faulted guests with 2: 'Oops: int3' in text_poke'd code, an
+#               NX fault after a migration, RCU stalls, ~1 boot in 40 in CI-like
+#               runs, while 1 vCPU costs ~10% of the boot: 116 s vs 104 s to
+#               cloud-init final, link-local scenario, 2026-11-27)
 #   VM_CPU      qemu -cpu model (default qemu64: SSE2 code paths, which TCG
 #               runs faster than the AVX2 ones glibc picks with -cpu max)
 #   VM_OVERLAY  path of a qcow2 overlay over the image: created when missing,
@@ -152,7 +159,7 @@ _vm_qemu_escape() { printf '%s' "${1//,/,,}"; }
 vm_boot() {
   local ns=$1 tap=$2 img=$3 serial=$4 con=$5
   shift 5
-  local mac=${VM_MAC:-52:54:00:00:00:02} mem=${VM_MEM:-512} smp=${VM_SMP:-2}
+  local mac=${VM_MAC:-52:54:00:00:00:02} mem=${VM_MEM:-512} smp=${VM_SMP:-1}
   local qemu=${VM_QEMU:-qemu-system-x86_64} drive f
   img="$(realpath "$img")" || return 1
   con="$(realpath -m "$con")"

@@ -148,7 +148,7 @@ done
 
 echo "--- guest report (from the console) ---"
 sed -n '/^=== cloud-init status --long/,/^'"$marker"' /p' "$con" | tr -d '\r'
-echo "--- boot timeline (s since qemu start, TCG, ${VM_SMP:-2} vCPU) ---"
+echo "--- boot timeline (s since qemu start, TCG, ${VM_SMP:-1} vCPU) ---"
 for s in "${stages[@]}"; do
   printf '  %-20s %6s\n' "${s%%|*}" "${at[${s%%|*}]}"
 done

@@ -436,6 +436,48 @@ static void test_limits(void **state)
 	jv_free(&g);
 }
 
+/* JV_BORROW: the caller's array serves while the text fits it (no heap),
+ * a bigger text moves every node to the heap intact, jv_free leaves the
+ * caller's array alone (ASan would see a bad free), max_nodes still holds. */
+static void test_borrowed_nodes(void **state)
+{
+	(void)state;
+	char err[128];
+	struct jv_node first[4];
+	struct jv v = {JV_BORROW(first)};
+	assert_int_equal(v.cap, 4);
+	assert_int_equal(parse_exact(&v, S("{\"a\":[1]}"), err, sizeof(err)), 0);
+	assert_ptr_equal(v.nodes, first);
+	assert_int_equal(v.count, 4);
+	assert_int_equal(jv_type(&v, jv_get(&v, 0, "a")), JV_ARRAY);
+	/* Five nodes: the fifth moves them all to the heap. */
+	assert_int_equal(parse_exact(&v, S("{\"a\":[1,\"x\"]}"), err, sizeof(err)), 0);
+	assert_ptr_not_equal(v.nodes, first);
+	assert_int_equal(v.count, 5);
+	uint32_t a = jv_get(&v, 0, "a");
+	assert_int_equal(v.nodes[a].n, 2);
+	const char *p;
+	size_t n;
+	assert_int_equal(jv_str(&v, jv_next(&v, a, jv_first(&v, a)), &p, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(p[0], 'x');
+	jv_free(&v);
+
+	/* Freed while still borrowed: nothing freed. */
+	struct jv w = {JV_BORROW(first)};
+	assert_int_equal(parse_exact(&w, S("[true]"), err, sizeof(err)), 0);
+	assert_ptr_equal(w.nodes, first);
+	jv_free(&w);
+	assert_null(w.nodes);
+
+	/* A max_nodes below the array's size is the cap. */
+	struct jv c = {.max_nodes = 2, JV_BORROW(first)};
+	assert_int_equal(parse_exact(&c, S("[1]"), err, sizeof(err)), 0);
+	assert_int_equal(parse_exact(&c, S("[1,2]"), err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "more than 2"));
+	jv_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_scan_offsets),
 		cmocka_unit_test(test_lookup_and_iteration),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_borrowed_nodes),
 	};
 	return cmocka_run_group_tests_name("core jview", tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include "cikeys.h"
 #include "instance.h"
 #include "sbuf.h"
+#include "fixture.h"
 
 static char root[256];
 
@@ -48,26 +49,17 @@ static void ln(const char *target, const char *rel)
 	assert_int_equal(symlink(target, p), 0);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "%s/imds-ci-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	assert_non_null(mkdtemp(root));
+	fx_mkdtemp(root, sizeof(root), "imds-ci");
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fx_rm_tree(root);
 	return 0;
 }
 

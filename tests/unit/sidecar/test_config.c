@@ -12,25 +12,12 @@
 #include <string.h>
 
 #include "config.h"
-
-extern char **environ;
+#include "fixture.h"
 
 /* Removes every IMDS_* variable, then sets the two required ones. */
 static void env_reset(int with_required)
 {
-	for (;;) {
-		char **e = environ;
-		while (*e && strncmp(*e, "IMDS_", 5) != 0)
-			e++;
-		if (!*e)
-			break;
-		char name[256];
-		size_t n = strcspn(*e, "=");
-		assert_true(n < sizeof(name));
-		memcpy(name, *e, n);
-		name[n] = '\0';
-		assert_int_equal(unsetenv(name), 0);
-	}
+	fx_env_clear();
 	if (with_required) {
 		setenv("IMDS_NAMESPACE", "default", 1);
 		setenv("IMDS_VM_NAME", "vm1", 1);

@@ -26,8 +26,7 @@
 #include "session.h"
 #include "jwt.h"
 #include "loop.h"
-
-extern char **environ;
+#include "fixture.h"
 
 /* ---- call_query_param ------------------------------------------------------------ */
 
@@ -221,23 +220,6 @@ struct fx {
 	struct imds_app *app;
 };
 
-static void env_clear(void)
-{
-	for (;;) {
-		char **e = environ;
-		while (*e && strncmp(*e, "IMDS_", 5) != 0)
-			e++;
-		if (!*e)
-			break;
-		char name[256];
-		size_t n = strcspn(*e, "=");
-		assert_true(n < sizeof(name));
-		memcpy(name, *e, n);
-		name[n] = '\0';
-		assert_int_equal(unsetenv(name), 0);
-	}
-}
-
 /* dir/name, in a static ring of buffers. */
 static const char *in_dir(const struct fx *f, const char *name)
 {
@@ -252,13 +234,7 @@ static const char *in_dir(const struct fx *f, const char *name)
  * writer does (a new inode every time). */
 static void put_file(const char *path, const void *data, size_t n)
 {
-	char tmp[600];
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, rand());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, n), (ssize_t)n);
-	assert_int_equal(close(fd), 0);
-	assert_int_equal(rename(tmp, path), 0);
+	fx_put_file(path, data, n);
 }
 
 static void put_str(const char *path, const char *s)
@@ -270,11 +246,9 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	const char *base = getenv("IMDS_TEST_TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/imds-unit-XXXXXX", base && *base ? base : "/tmp");
-	assert_non_null(mkdtemp(f->dir));
+	fx_mkdtemp(f->dir, sizeof(f->dir), "imds-unit");
 	snprintf(f->token, sizeof(f->token), "%s/token", f->dir);
-	env_clear();
+	fx_env_clear();
 	setenv("IMDS_NAMESPACE", "default", 1);
 	setenv("IMDS_VM_NAME", "vm1", 1);
 	setenv("IMDS_POD_NAME", "virt-launcher-vm1-abcde", 1);
@@ -285,36 +259,20 @@ static int setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int teardown(void **state)
 {
 	struct fx *f = *state;
 	imds_app_free(f->app);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fx_rm_tree(f->dir);
 	free(f);
-	env_clear();
+	fx_env_clear();
 	return 0;
 }
 
 /* Reads the environment as it is now and creates the app. */
 static struct imds_app *start(struct fx *f)
 {
-	char err[256] = "";
-	imds_app_free(f->app);
-	f->app = NULL;
-	if (config_from_env(&f->cfg, err, sizeof(err)) != 0)
-		fail_msg("config_from_env: %s", err);
-	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
-	if (!f->app)
-		fail_msg("imds_app_new: %s", err);
-	return f->app;
+	return fx_app_start(&f->cfg, &f->app);
 }
 
 /* ---- the handler: requests and responses ----------------------------------------------- */
@@ -1147,7 +1105,7 @@ static void test_missing_files_at_start(void **state)
 	static const char *const vars[] = {"IMDS_USER_DATA_FILE", "IMDS_VENDOR_DATA_FILE",
 					   "IMDS_NETWORK_CONFIG_FILE"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		env_clear();
+		fx_env_clear();
 		setenv("IMDS_NAMESPACE", "default", 1);
 		setenv("IMDS_VM_NAME", "vm1", 1);
 		setenv("IMDS_TOKEN_PATH", f->token, 1);

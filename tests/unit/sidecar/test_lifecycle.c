@@ -37,8 +37,7 @@
 #include "http.h"
 #include "imds.h"
 #include "lifecycle.h"
-
-extern char **environ;
+#include "fixture.h"
 
 /* ---- lc_derive ------------------------------------------------------------------- */
 
@@ -185,47 +184,23 @@ struct fx {
 	struct imds_app *app;
 };
 
-static void env_clear(void)
-{
-	for (;;) {
-		char **e = environ;
-		while (*e && strncmp(*e, "IMDS_", 5) != 0)
-			e++;
-		if (!*e)
-			break;
-		char name[256];
-		size_t n = strcspn(*e, "=");
-		assert_true(n < sizeof(name));
-		memcpy(name, *e, n);
-		name[n] = '\0';
-		assert_int_equal(unsetenv(name), 0);
-	}
-}
-
 /* Writes lc/<name> anew and renames it into place, as kubelet's atomic
  * writer gives each version a new inode. */
 static void put(struct fx *f, const char *name, const char *s)
 {
-	char path[600], tmp[640];
+	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->lc, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, rand());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	assert_int_equal(close(fd), 0);
-	assert_int_equal(rename(tmp, path), 0);
+	fx_put_file(path, s, strlen(s));
 }
 
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	const char *base = getenv("IMDS_TEST_TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/imds-unit-XXXXXX", base && *base ? base : "/tmp");
-	assert_non_null(mkdtemp(f->dir));
+	fx_mkdtemp(f->dir, sizeof(f->dir), "imds-unit");
 	snprintf(f->lc, sizeof(f->lc), "%s/podinfo", f->dir);
 	assert_int_equal(mkdir(f->lc, 0755), 0);
-	env_clear();
+	fx_env_clear();
 	setenv("IMDS_NAMESPACE", "default", 1);
 	setenv("IMDS_VM_NAME", "vm1", 1);
 	setenv("IMDS_RATE_LIMIT", "0", 1);
@@ -241,35 +216,20 @@ static int setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int teardown(void **state)
 {
 	struct fx *f = *state;
 	imds_app_free(f->app);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fx_rm_tree(f->dir);
 	free(f);
-	env_clear();
+	fx_env_clear();
 	return 0;
 }
 
+/* Reads the environment as it is now and creates the app. */
 static struct imds_app *start(struct fx *f)
 {
-	char err[256] = "";
-	imds_app_free(f->app);
-	f->app = NULL;
-	if (config_from_env(&f->cfg, err, sizeof(err)) != 0)
-		fail_msg("config_from_env: %s", err);
-	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
-	if (!f->app)
-		fail_msg("imds_app_new: %s", err);
-	return f->app;
+	return fx_app_start(&f->cfg, &f->app);
 }
 
 /* The next req() is a parked request run again, with this note. */

@@ -30,6 +30,9 @@
 static struct admission adm = ADMISSION_INIT;
 static const struct admission_config NATIVE = {.imds_image = IMAGE, .native_sidecar = 1};
 static const struct admission_config PLAIN = {.imds_image = IMAGE, .native_sidecar = 0};
+/* --network-mode agent, in each sidecar mode */
+static const struct admission_config AGENT_NATIVE = {.imds_image = IMAGE, .native_sidecar = 1, .agent_network = 1};
+static const struct admission_config AGENT_PLAIN = {.imds_image = IMAGE, .native_sidecar = 0, .agent_network = 1};
 
 /* ---- fixtures and JSON helpers ----------------------------------------- */
 
@@ -388,9 +391,9 @@ static const char *mount_path(struct json_object *c, const char *vol)
 	for (size_t i = 0; m && i < json_object_array_length(m); i++) {
 		struct json_object *e = json_object_array_get_idx(m, i);
 		if (strcmp(sat(at(e, "name", NULL)), vol) == 0) {
-			/* read-only, but for the state folder */
+			/* read-only, but for the state folder and the agent's socket folder */
 			assert_int_equal(json_object_get_boolean(at(e, "readOnly", NULL)),
-					 strcmp(vol, "imds-state") != 0);
+					 strcmp(vol, "imds-state") != 0 && strcmp(vol, "imds-node") != 0);
 			return sat(at(e, "mountPath", NULL));
 		}
 	}
@@ -413,6 +416,61 @@ static int has_op_path(struct json_object *patch, const char *op, const char *pa
 }
 
 /* ---- pods -------------------------------------------------------------- */
+
+/* What --network-mode adds (docs/webhook.md, --network-mode): in agent mode
+ * the imds-node emptyDir (disk-backed) at /run/imds-node, IMDS_NET_MODE, and
+ * what holds compute until the guard is in place: the native sidecar's
+ * startupProbe, or an `imds-server await` init container last among the
+ * init containers; in pod mode none of it. */
+static void check_network_mode(struct json_object *orig, struct json_object *pod, struct json_object *c,
+			       const struct admission_config *cfg)
+{
+	struct json_object *oi = at(orig, "spec", "initContainers", NULL);
+	struct json_object *ni = at(pod, "spec", "initContainers", NULL);
+	size_t noi = oi ? json_object_array_length(oi) : 0, nni = ni ? json_object_array_length(ni) : 0;
+	if (!cfg->agent_network) {
+		assert_null(env_of(c, "IMDS_NET_MODE"));
+		assert_null(volume_of(pod, "imds-node"));
+		assert_null(mount_path(c, "imds-node"));
+		assert_null(at(c, "startupProbe", NULL));
+		assert_int_equal(nni, noi + (cfg->native_sidecar ? 1 : 0));
+		return;
+	}
+	assert_string_equal(env_value(c, "IMDS_NET_MODE"), "agent");
+	assert_null(env_of(c, "IMDS_AGENT_SOCKET")); /* the sidecar's default: /run/imds-node/agent.sock */
+	assert_string_equal(mount_path(c, "imds-node"), "/run/imds-node");
+	struct json_object *want_vol = json_tokener_parse("{\"name\":\"imds-node\",\"emptyDir\":{\"sizeLimit\":\"1Mi\"}}");
+	assert_true(json_eq(volume_of(pod, "imds-node"), want_vol));
+	json_object_put(want_vol);
+	if (cfg->native_sidecar) {
+		struct json_object *want_probe = json_tokener_parse(
+			"{\"exec\":{\"command\":[\"/imds-server\",\"probe\"]},\"periodSeconds\":1,"
+			"\"failureThreshold\":120,\"timeoutSeconds\":2}");
+		assert_true(json_eq(at(c, "startupProbe", NULL), want_probe));
+		json_object_put(want_probe);
+		assert_int_equal(nni, noi + 1);
+		return;
+	}
+	/* container mode: no probe (main containers do not wait for one
+	 * another's); the await init container, appended after KubeVirt's
+	 * own, is the sidecar in everything but its name and command. */
+	assert_null(at(c, "startupProbe", NULL));
+	assert_int_equal(nni, noi + 1);
+	struct json_object *w = json_object_array_get_idx(ni, nni - 1);
+	assert_string_equal(sat(at(w, "name", NULL)), "imds-await");
+	struct json_object *want_cmd = json_tokener_parse("[\"/imds-server\",\"await\"]");
+	assert_true(json_eq(at(w, "command", NULL), want_cmd));
+	json_object_put(want_cmd);
+	assert_null(at(w, "restartPolicy", NULL));
+	struct json_object *cw = dup(w), *cc = dup(c);
+	json_object_object_del(cw, "name");
+	json_object_object_del(cw, "command");
+	json_object_object_del(cc, "name");
+	json_object_object_del(cc, "command");
+	assert_true(json_eq(cw, cc));
+	json_object_put(cw);
+	json_object_put(cc);
+}
 
 /* The fields every injected pod has, whatever the fixture. */
 static void check_common(struct json_object *review, struct answer *a, const struct admission_config *cfg)
@@ -445,14 +503,21 @@ static void check_common(struct json_object *review, struct answer *a, const str
 	assert_string_equal(sat(at(c, "command", "1", NULL)), "run");
 	assert_int_equal(json_object_array_length(at(c, "command", NULL)), 2);
 
-	/* Root with exactly three capabilities, everything else dropped. */
+	/* pod: root with exactly three capabilities, everything else dropped.
+	 * agent: the launcher's user, no capability at all, Pod Security
+	 * restricted (tests/integration/webhook_psa.sh judges it). */
 	struct json_object *sc = at(c, "securityContext", NULL);
 	struct json_object *want_sc = json_tokener_parse(
-		"{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":[\"NET_ADMIN\",\"NET_RAW\","
-		"\"NET_BIND_SERVICE\"],\"drop\":[\"ALL\"]},\"privileged\":false,\"readOnlyRootFilesystem\":true,"
-		"\"runAsNonRoot\":false,\"runAsUser\":0}");
+		cfg->agent_network
+			? "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"drop\":[\"ALL\"]},\"privileged\":false,"
+			  "\"readOnlyRootFilesystem\":true,\"runAsGroup\":107,\"runAsNonRoot\":true,\"runAsUser\":107,"
+			  "\"seccompProfile\":{\"type\":\"RuntimeDefault\"}}"
+			: "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":[\"NET_ADMIN\",\"NET_RAW\","
+			  "\"NET_BIND_SERVICE\"],\"drop\":[\"ALL\"]},\"privileged\":false,\"readOnlyRootFilesystem\":true,"
+			  "\"runAsNonRoot\":false,\"runAsUser\":0}");
 	assert_true(json_eq(sc, want_sc));
 	json_object_put(want_sc);
+	check_network_mode(orig, pod, c, cfg);
 
 	/* Identity from the downward API: the pod has no name at CREATE. */
 	assert_string_equal(sat(at(env_of(c, "IMDS_NAMESPACE"), "valueFrom", "fieldRef", "fieldPath", NULL)),
@@ -593,6 +658,66 @@ static void test_pod_plain_container(void **state)
 	json_object_put(review);
 	review = inject("pod-minimal", &PLAIN, &a);
 	assert_null(at(a.object, "spec", "initContainers", NULL));
+	answer_free(&a);
+	json_object_put(review);
+}
+
+/* --network-mode agent over every injectable pod fixture, in both sidecar
+ * modes (check_common checks what the mode adds); the name clashes denied;
+ * the log reason says the mode. */
+static void test_pod_agent_mode(void **state)
+{
+	(void)state;
+	static const char *const pods[] = {"pod-kv18", "pod-kv19-imagevolume", "pod-guaranteed", "pod-guaranteed-kv19",
+					   "pod-secret", "pod-configmap", "pod-minimal", "pod-label-vmname",
+					   "pod-keys-meta", "pod-userdata-200k"};
+	const struct admission_config *cfgs[] = {&AGENT_NATIVE, &AGENT_PLAIN};
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+			struct answer a;
+			struct json_object *review = inject(pods[i], cfgs[k], &a);
+			assert_non_null(strstr(a.res.reason, ", agent network"));
+			/* Guaranteed stays Guaranteed: the await container too has
+			 * requests equal to limits. */
+			if (strncmp(pods[i], "pod-guaranteed", 14) == 0 && !cfgs[k]->native_sidecar) {
+				struct json_object *ni = at(a.object, "spec", "initContainers", NULL);
+				struct json_object *w = json_object_array_get_idx(ni, json_object_array_length(ni) - 1);
+				assert_true(json_eq(at(w, "resources", "requests", NULL), at(w, "resources", "limits", NULL)));
+			}
+			answer_free(&a);
+			json_object_put(review);
+		}
+	/* pod-minimal has no initContainers: container mode creates the list. */
+	struct answer a;
+	struct json_object *review = inject("pod-minimal", &AGENT_PLAIN, &a);
+	assert_true(has_op_path(a.patch, "add", "/spec/initContainers"));
+	assert_true(has_op_path(a.patch, "add", "/spec/containers/-"));
+	answer_free(&a);
+	json_object_put(review);
+	review = inject("pod-minimal", &NATIVE, &a);
+	assert_null(strstr(a.res.reason, "agent"));
+	answer_free(&a);
+	json_object_put(review);
+
+	/* A volume named imds-node, or a container named imds-await, already
+	 * there: denied, naming it (the API server would refuse the duplicate). */
+	review = fixture("pod-kv18");
+	json_object_array_add(at(review, "request", "object", "spec", "volumes", NULL),
+			      json_tokener_parse("{\"name\":\"imds-node\",\"emptyDir\":{}}"));
+	run_review(&AGENT_NATIVE, review, &a);
+	assert_int_equal(a.res.outcome, ADM_DENIED);
+	assert_non_null(strstr(sat(at(a.resp, "response", "status", "message", NULL)), "imds-node"));
+	answer_free(&a);
+	run_review(&NATIVE, review, &a); /* pod mode does not use the name */
+	assert_int_equal(a.res.outcome, ADM_PATCHED);
+	answer_free(&a);
+	json_object_put(review);
+	review = fixture("pod-kv18");
+	json_object_array_add(at(review, "request", "object", "spec", "initContainers", NULL),
+			      json_tokener_parse("{\"name\":\"imds-await\",\"image\":\"x\"}"));
+	run_review(&AGENT_PLAIN, review, &a);
+	assert_int_equal(a.res.outcome, ADM_DENIED);
+	assert_non_null(strstr(sat(at(a.resp, "response", "status", "message", NULL)), "imds-await"));
 	answer_free(&a);
 	json_object_put(review);
 }
@@ -2170,6 +2295,7 @@ int main(void)
 		cmocka_unit_test(test_pod_kv19_audiences),
 		cmocka_unit_test(test_pod_guaranteed),
 		cmocka_unit_test(test_pod_qos_quantities),
+		cmocka_unit_test(test_pod_agent_mode),
 		cmocka_unit_test(test_pod_missing_parents),
 		cmocka_unit_test(test_pod_keys_meta_data),
 		cmocka_unit_test(test_pod_user_data_sources),

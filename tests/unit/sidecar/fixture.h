@@ -1,0 +1,90 @@
+/* What the sidecar's unit tests share: a clean IMDS_* environment, a
+ * temporary folder (under IMDS_TEST_TMPDIR, else /tmp) removed whole, files
+ * written as kubelet's atomic writer does, and the app built from the
+ * environment as `imds-server run` builds it.  Include after cmocka.h: it
+ * asserts with cmocka. */
+#ifndef IMDS_TEST_SIDECAR_FIXTURE_H
+#define IMDS_TEST_SIDECAR_FIXTURE_H
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "imds.h"
+
+extern char **environ;
+
+/* Unsets every IMDS_* variable. */
+static inline void fx_env_clear(void)
+{
+	for (;;) {
+		char **e = environ;
+		while (*e && strncmp(*e, "IMDS_", 5) != 0)
+			e++;
+		if (!*e)
+			break;
+		char name[256];
+		size_t n = strcspn(*e, "=");
+		assert_true(n < sizeof(name));
+		memcpy(name, *e, n);
+		name[n] = '\0';
+		assert_int_equal(unsetenv(name), 0);
+	}
+}
+
+/* A new folder <tmp>/<prefix>-XXXXXX into dir. */
+static inline void fx_mkdtemp(char *dir, size_t len, const char *prefix)
+{
+	const char *base = getenv("IMDS_TEST_TMPDIR");
+	snprintf(dir, len, "%s/%s-XXXXXX", base && *base ? base : "/tmp", prefix);
+	assert_non_null(mkdtemp(dir));
+}
+
+static inline int fx_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Removes dir and all below it (links not followed). */
+static inline void fx_rm_tree(const char *dir)
+{
+	nftw(dir, fx_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Writes a new file and renames it over path, as kubelet's atomic writer
+ * does (a new inode every time). */
+static inline void fx_put_file(const char *path, const void *data, size_t n)
+{
+	char tmp[700];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, rand());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* Reads the environment as it is now into cfg and creates the app into
+ * *app (the previous one freed). */
+static inline struct imds_app *fx_app_start(struct imds_config *cfg, struct imds_app **app)
+{
+	char err[256] = "";
+	imds_app_free(*app);
+	*app = NULL;
+	if (config_from_env(cfg, err, sizeof(err)) != 0)
+		fail_msg("config_from_env: %s", err);
+	*app = imds_app_new(NULL, cfg, err, sizeof(err));
+	if (!*app)
+		fail_msg("imds_app_new: %s", err);
+	return *app;
+}
+
+#endif
