@@ -17,12 +17,15 @@
 #   --namespace NS    default kubevirt-imds       --service NAME   default imds-webhook
 #   --secret NAME     default imds-webhook-tls     --webhook NAME   default imds-webhook
 #   --ca-secret NAME  where the CA and its key are kept (default imds-webhook-ca)
-#   --days N          validity of the serving certificate (default 365; the CA: 3650)
-#   --renew-before D  do nothing unless the serving certificate expires within D days
-#                     (or is missing, or not signed by the kept CA)
+#   --days N          validity of the serving certificate (default 365)
+#   --ca-days N       validity of a new CA (default 3650)
+#   --renew-before D  do nothing unless the serving certificate or the kept CA expires
+#                     within D days (or the certificate is missing, or not signed by
+#                     the kept CA)
 #   --rotate-ca       a new CA; the caBundle holds the old and the new one
 #   --drop-old-ca     the caBundle holds only the kept CA (once every replica serves
-#                     a leaf it signed: kubelet updates the Secret's volume within ~2 min)
+#                     a leaf it signed: kubelet updates the Secret's volume within ~2 min);
+#                     refused while the Secret's certificate is not signed by the kept CA
 #   --san ENTRY       one more subjectAltName (e.g. IP:10.0.0.5); repeatable
 #   --dry-run DIR     write the files into DIR and touch no cluster
 #
@@ -30,7 +33,9 @@
 # the serving certificate, which the caBundle already trusts: the webhook
 # reloads it whenever kubelet updates the volume, and no call fails meanwhile.
 # Whenever the CA changes, the caBundle is patched first and keeps the CAs it
-# held, so a replica still serving the old leaf is trusted too.
+# held, so a replica still serving the old leaf is trusted too. A CA that
+# would expire before the new serving certificate is replaced the same way
+# (as --rotate-ca), so a cron running --renew-before renews the CA as well.
 set -euo pipefail
 
 NAMESPACE=kubevirt-imds
@@ -73,6 +78,7 @@ while (($#)); do
 	--ca-secret) CA_SECRET=${2:?}; shift 2 ;;
 	--webhook) WEBHOOK=${2:?}; shift 2 ;;
 	--days) DAYS=${2:?}; shift 2 ;;
+	--ca-days) CA_DAYS=${2:?}; shift 2 ;;
 	--renew-before) RENEW_BEFORE=${2:?--renew-before needs a number of days}; shift 2 ;;
 	--rotate-ca) ROTATE_CA=1; shift ;;
 	--drop-old-ca) DROP_OLD_CA=1; shift ;;
@@ -83,7 +89,8 @@ while (($#)); do
 	esac
 done
 
-[[ $DAYS =~ ^[0-9]+$ ]] || die "--days must be a number"
+[[ $DAYS =~ ^[1-9][0-9]*$ ]] || die "--days must be a number of days"
+[[ $CA_DAYS =~ ^[1-9][0-9]*$ ]] || die "--ca-days must be a number of days"
 [[ -z $RENEW_BEFORE || $RENEW_BEFORE =~ ^[0-9]+$ ]] || die "--renew-before must be a number of days"
 ((ROTATE_CA + DROP_OLD_CA < 2)) || die "--rotate-ca and --drop-old-ca: one at a time (the second after kubelet has updated every replica)"
 for s in "${EXTRA_SANS[@]}"; do
@@ -137,7 +144,23 @@ else
 		say "--rotate-ca: a new CA; the caBundle keeps the old one until --drop-old-ca"
 		new_ca "$TMP/ca"
 		CA_CHANGED=1
+	elif ((!DROP_OLD_CA)) && ! openssl x509 -in "$TMP/ca/ca.crt" -noout -checkend $((DAYS * 86400)) >/dev/null 2>&1 &&
+		{ [[ -z $RENEW_BEFORE ]] ||
+			! openssl x509 -in "$TMP/ca/ca.crt" -noout -checkend $((RENEW_BEFORE * 86400)) >/dev/null 2>&1; }; then
+		# The new leaf would outlive its CA (a plain run), or the CA is
+		# itself due (--renew-before): a new CA, rotated as --rotate-ca.
+		say "the kept CA expires $(openssl x509 -in "$TMP/ca/ca.crt" -noout -enddate | cut -d= -f2), before a $DAYS-day certificate would: a new CA; the caBundle keeps the old one until --drop-old-ca"
+		new_ca "$TMP/ca"
+		CA_CHANGED=1
 	fi
+fi
+
+# --- --drop-old-ca: only once the Secret holds a leaf of the kept CA, or
+# every replica would be refused as soon as the bundle loses the old CA.
+if ((DROP_OLD_CA)); then
+	secret_key "$SECRET" tls.crt >"$TMP/live.crt"
+	openssl verify -CAfile "$TMP/ca/ca.crt" "$TMP/live.crt" >/dev/null 2>&1 ||
+		die "--drop-old-ca: the certificate in Secret $NAMESPACE/$SECRET is not signed by the CA kept in $NAMESPACE/$CA_SECRET; dropping the other CAs now would refuse every admission. Run hack/generate-certs.sh (or --rotate-ca) to completion first, wait for kubelet (~2 min), then --drop-old-ca"
 fi
 
 # --- is the serving certificate due?

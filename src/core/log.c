@@ -94,12 +94,64 @@ void log_info(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The last error lines, for `imds-server diag` (through the sidecar's
+ * status file): a ring of LOG_RECENT_MAX, each "<time> <message>" cut to
+ * LOG_RECENT_LEN-1 bytes, control bytes made spaces. */
+static char log_recent[LOG_RECENT_MAX][LOG_RECENT_LEN];
+static unsigned long log_errors;
+static void (*log_err_hook)(void);
+static int log_in_hook;
+
+static void remember(const char *fmt, va_list ap)
+{
+	char *r = log_recent[log_errors % LOG_RECENT_MAX];
+	int k = snprintf(r, LOG_RECENT_LEN, "%s ", stamp());
+	if (k < 0 || k >= LOG_RECENT_LEN)
+		k = 0;
+	if (vsnprintf(r + k, LOG_RECENT_LEN - (size_t)k, fmt, ap) < 0)
+		r[k] = '\0';
+	for (char *c = r; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	log_errors++;
+}
+
 void log_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vlog("error", 1, fmt, ap);
 	va_end(ap);
+	va_start(ap, fmt);
+	remember(fmt, ap);
+	va_end(ap);
+	/* The hook may fail quietly but must not log an error itself; a
+	 * nested call is not re-entered. */
+	if (log_err_hook && !log_in_hook) {
+		log_in_hook = 1;
+		log_err_hook();
+		log_in_hook = 0;
+	}
+}
+
+unsigned long log_error_count(void)
+{
+	return log_errors;
+}
+
+size_t log_recent_errors(const char **out, size_t cap)
+{
+	size_t have = log_errors < LOG_RECENT_MAX ? (size_t)log_errors : LOG_RECENT_MAX;
+	size_t n = have < cap ? have : cap;
+	/* oldest of the last n first */
+	for (size_t i = 0; i < n; i++)
+		out[i] = log_recent[(log_errors - n + i) % LOG_RECENT_MAX];
+	return n;
+}
+
+void log_on_error(void (*fn)(void))
+{
+	log_err_hook = fn;
 }
 
 static void put_clean(struct sbuf *b, const char *s, size_t n, size_t max)

@@ -19,4 +19,14 @@ void log_access(const struct sockaddr_storage *peer, const char *method, size_t 
 		const char *path, size_t plen, int status, size_t bytes, uint64_t us);
 void log_flush(void);
 
+/* The last error lines (for the sidecar's status file, `imds-server
+ * diag`): how many were logged, and up to cap of the last LOG_RECENT_MAX
+ * ("<time> <message>", oldest first) into out; valid until the next error. */
+#define LOG_RECENT_MAX 8
+#define LOG_RECENT_LEN 256
+unsigned long log_error_count(void);
+size_t log_recent_errors(const char **out, size_t cap);
+/* fn runs after each error line is recorded; it must not log errors. */
+void log_on_error(void (*fn)(void));
+
 #endif

@@ -62,16 +62,17 @@ void ev_gce_instance(struct call *c)
 	size_t n = c->rest.n;
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
 	if (n == 0) {
-		sbuf_puts(&b, "hostname\nid\nmaintenance-event\nname\nzone\n");
+		/* zone only when known (the pod's topology label): no stand-in */
+		sbuf_puts(&b, in->cfg->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
+					    : "hostname\nid\nmaintenance-event\nname\n");
 	} else if (is(p, n, "id")) {
 		sbuf_puts(&b, in->iid);
 	} else if (is(p, n, "name") || is(p, n, "hostname")) {
 		sbuf_puts(&b, in->hostname);
-	} else if (is(p, n, "zone")) {
+	} else if (is(p, n, "zone") && in->cfg->zone) {
 		/* projects/<project>/zones/<zone>: the namespace stands for the
 		 * project, as in the OpenStack layout's project_id. */
-		sbuf_printf(&b, "projects/%s/zones/%s", in->cfg->ns,
-			    in->cfg->zone ? in->cfg->zone : "kubevirt");
+		sbuf_printf(&b, "projects/%s/zones/%s", in->cfg->ns, in->cfg->zone);
 	} else {
 		ev_gce_not_found(c);
 		return;

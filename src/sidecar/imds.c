@@ -92,6 +92,11 @@ static const struct route routes[] = {
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
+const char *imds_route_pattern(size_t i)
+{
+	return i < NROUTES ? routes[i].pattern : NULL;
+}
+
 /* ---- the rules ------------------------------------------------------------------- */
 
 static void not_allowed(struct http_response *res, unsigned allowed)

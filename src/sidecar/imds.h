@@ -28,5 +28,8 @@ struct http_server *imds_app_http(struct imds_app *a);
 
 /* The request handler (exposed for unit tests). */
 void imds_handle(const struct http_request *req, struct http_response *res, void *app);
+/* The route table's i-th pattern ("/openstack/{v}/meta_data.json"), NULL
+ * past the end: what `imds-server diag` lists as served. */
+const char *imds_route_pattern(size_t i);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "diag.h"
 #include "http.h"
 #include "imds.h"
 #include "log.h"
@@ -31,6 +32,9 @@ static const char usage[] =
 	"  serve [--listen ADDR]\n"
 	"                      HTTP only, on ADDR (default $IMDS_LISTEN_ADDR or\n"
 	"                      169.254.169.254:80); e.g. --listen 127.0.0.1:8080\n"
+	"  diag [--json]       what the running sidecar serves, to which interfaces,\n"
+	"                      its plumbing and last errors, without secrets (for\n"
+	"                      kubectl exec -c imds-server -- /imds-server diag)\n"
 	"  probe               exit 0 once the node agent put the guard in place for this\n"
 	"                      pod (IMDS_NET_MODE=agent: the native sidecar's startupProbe)\n"
 	"  await [--timeout S] bind the agent's socket and wait at most S seconds (default\n"
@@ -131,6 +135,9 @@ static int cmd_server(int argc, char **argv, int networked)
 		/* The first log line names the version (a configuration error
 		 * before it is one line of its own). */
 		log_info("imds-server %s (run%s)", IMDS_VERSION, agent ? ", agent mode" : "");
+		diag_status_start(cfg.state_dir, IMDS_VERSION);
+		if (agent) /* the network half is imds-node's: diag shows its errors only */
+			diag_status_set("agent", "the network half is the node agent's (imds-node)");
 		status = agent ? nodelink_run(l, imds_app_http(app), &cfg, agent_socket())
 			       : run_main(l, app, &cfg);
 		goto out;
@@ -189,6 +196,8 @@ int main(int argc, char **argv)
 		printf("imds-server %s\n", IMDS_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "diag") == 0)
+		return diag_main(argc, argv, IMDS_VERSION);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_server(argc, argv, 0);
 	if (strcmp(argv[1], "run") == 0)

@@ -123,7 +123,10 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	call_json_field(&b, "name", in->hostname, 1);
 	call_json_field(&b, "hostname", in->hostname, 1);
 	call_json_field(&b, "project_id", in->cfg->ns, 1);
-	call_json_field(&b, "availability_zone", in->cfg->zone ? in->cfg->zone : "", 1);
+	/* The node's zone (the pod's topology label); unknown: no key, not
+	 * an invented one. */
+	if (in->cfg->zone)
+		call_json_field(&b, "availability_zone", in->cfg->zone, 1);
 	/* Not Nova's, but read by Talos, which otherwise asks EC2's
 	 * instance-type for minutes when it is missing. */
 	call_json_field(&b, "instance_type", in->instance_type, 1);

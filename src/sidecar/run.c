@@ -42,6 +42,7 @@
 #include "nft.h"
 #include "nl.h"
 #include "plan.h"
+#include "diag.h"
 #include "plumb.h"
 #include "responder.h"
 #include "steer.h"
@@ -314,11 +315,18 @@ static void reconcile(struct run *r)
 			 (unsigned long long)(loop_clock_ms() - r->start_ms));
 		r->serving = 1;
 		r->waiting = 0;
+		{
+			char what[sizeof(taps) + 16];
+			snprintf(what, sizeof(what), "%s%s%s", r->want.ntaps ? taps : "",
+				 r->want.ntaps && r->pc.passt ? " and " : "", r->pc.passt ? "passt" : "");
+			diag_status_set("serving", what);
+		}
 		loop_timer_arm(r->wait_tfd, 0);
 	} else if (!servable) {
 		if (r->serving)
 			log_info("net: the VM's tap(s) are gone");
 		r->serving = 0;
+		diag_status_set(r->pc.ifs && !r->pc.nwanted ? "idle" : "waiting", NULL);
 		if (!r->pc.ifs || r->pc.nwanted)
 			start_waiting(r);
 	} else if (changes) {

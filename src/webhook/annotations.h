@@ -45,6 +45,9 @@ struct review;
 #define ANN_DOMAIN "kubevirt.io/domain"
 #define LABEL_LAUNCHER "kubevirt.io"
 #define LABEL_VM_NAME "vm.kubevirt.io/name"
+/* The node's placement, copied onto the pod at binding (pod.c). */
+#define LABEL_TOPO_ZONE "topology.kubernetes.io/zone"
+#define LABEL_TOPO_REGION "topology.kubernetes.io/region"
 
 /* The sidecar's bound on custom meta-data keys (src/sidecar/metajson.h). */
 #define META_DATA_MAX_KEYS 256

@@ -534,6 +534,14 @@ static struct json_object *sidecar(struct review *a, struct pod *p)
 		env = jb_push(env, env_value("IMDS_META_DATA_FILE", jb_str(PODINFO_DIR "/meta-data")));
 	env = jb_push(env, env_value("IMDS_STATE_DIR", jb_str(STATE_DIR)));
 	env = jb_push(env, env_value("IMDS_LIFECYCLE_DIR", jb_str(PODINFO_DIR)));
+	/* Placement: the node's topology labels, which the API server copies
+	 * onto the pod at binding (PodTopologyLabels admission, feature gate
+	 * PodTopologyLabelsAdmission: alpha 1.33, on by default from 1.35;
+	 * kubernetes plugin/pkg/admission/podtopologylabels/admission.go:44).
+	 * Bound before the kubelet starts a container; an absent label
+	 * resolves to "", which the sidecar treats as unset (not served). */
+	env = jb_push(env, env_field("IMDS_AVAILABILITY_ZONE", "metadata.labels['" LABEL_TOPO_ZONE "']"));
+	env = jb_push(env, env_field("IMDS_REGION", "metadata.labels['" LABEL_TOPO_REGION "']"));
 
 	struct json_object *mounts =
 		jb_arr(2, mount(VOL_TOKEN, TOKEN_DIR), mount(VOL_PODINFO, PODINFO_DIR));

@@ -69,7 +69,7 @@ fi
 KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
 
 # --- render
-for o in base overlays/cert-manager overlays/manual overlays/monitoring node overlays/agent; do
+for o in base overlays/cert-manager overlays/manual overlays/monitoring node overlays/agent overlays/match-conditions; do
 	name=$(basename "$o")
 	if "$KUBECTL_BIN" kustomize "deploy/$o" >"$WORK/$name.yaml" 2>"$WORK/$name.err"; then
 		ok "kubectl kustomize deploy/$o"
@@ -96,6 +96,21 @@ validate "deploy/test: example VMs opt in; their Secrets, ConfigMaps, ServiceAcc
 	--examples deploy/test/*.yaml
 n_examples=$(find deploy/test -name '*.yaml' | wc -l)
 expect_eq "deploy/test: six example files" 6 "$n_examples"
+
+# The CEL path of fail-closed (matchConditions, 1.28+): the API server here
+# (1.20) has none, so it is checked statically; the models validate it.
+validate "deploy/overlays/match-conditions: every object validates" "$WORK/match-conditions.yaml"
+if out=$(/usr/bin/python3 tests/lib/match_conditions_check.py "$WORK/manual.yaml" "$WORK/match-conditions.yaml" 2>&1); then
+	ok "deploy/overlays/match-conditions: label or annotation fails closed, the rest as manual ($(grep -c '^ok ' <<<"$out") checks)"
+else
+	not_ok "deploy/overlays/match-conditions: label or annotation fails closed, the rest as manual" "$(grep -v '^ok ' <<<"$out")"
+fi
+sed "0,/== 'true')/s//== 'yes')/" "$WORK/match-conditions.yaml" >"$WORK/bad-mc.yaml"
+if /usr/bin/python3 tests/lib/match_conditions_check.py "$WORK/manual.yaml" "$WORK/bad-mc.yaml" >/dev/null 2>&1; then
+	not_ok "match-conditions check rejects a condition that is not the label's or annotation's"
+else
+	ok "match-conditions check rejects a condition that is not the label's or annotation's"
+fi
 
 # The validator is not vacuous.
 sed 's/replicas: 2/replicas: two/' "$WORK/base.yaml" >"$WORK/bad-replicas.yaml"

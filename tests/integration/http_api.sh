@@ -38,7 +38,7 @@ printf '%s\n' "$STS" >"$TOK/sts/token"
 mkdir -p "$TEST_TMP/secret"
 printf 'not-for-guests' >"$TEST_TMP/secret/token"
 
-OSMETA='{"uuid":"default-testvm","instance_id":"testvm.default","name":"testvm","hostname":"testvm","project_id":"default","availability_zone":"","instance_type":"kubevirt","launch_index":0,"public_keys":{},"meta":{"namespace":"default","vmName":"testvm"}}'$'\n'
+OSMETA='{"uuid":"default-testvm","instance_id":"testvm.default","name":"testvm","hostname":"testvm","project_id":"default","instance_type":"kubevirt","launch_index":0,"public_keys":{},"meta":{"namespace":"default","vmName":"testvm"}}'$'\n'
 INLINE_UD=$'#cloud-config\nhostname: inline\nruncmd:\n  - [echo, "a \\"quoted\\" word & <tag>"]\n'
 
 # ---------------------------------------------------------------------------

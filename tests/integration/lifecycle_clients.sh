@@ -39,7 +39,7 @@ fi
 
 mkdir -p "$TEST_TMP/tokens"
 podinfo_init "$TEST_TMP/podinfo"
-server_start IMDS_RATE_LIMIT=0 IMDS_LIFECYCLE_DIR="$PI" || exit 1
+server_start IMDS_RATE_LIMIT=0 IMDS_LIFECYCLE_DIR="$PI" IMDS_AVAILABILITY_ZONE=europe-west1-b || exit 1
 export GCE_METADATA_HOST=$SRV_AT:$SRV_PORT
 
 gcp() { # command...: its JSON line in OUT
@@ -65,7 +65,7 @@ client() { # NAME WANT EXPR CLIENT-FN ARGS...: the client ran and EXPR over its 
 
 echo "# none"
 client "gcp-metadata: maintenance-event NONE, its own name, id and zone" \
-	"NONE testvm default-testvm projects/default/zones/kubevirt" \
+	"NONE testvm default-testvm projects/default/zones/europe-west1-b" \
 	'" ".join([d["maintenance"], d["name"], d["id"], d["zone"]])' gcp read
 client "azure-events-az: its name testvm, incarnation 1, no event" "testvm 1 0" \
 	'"%s %s %d" % (d["name"], d["incarnation"], len(d["events"]))' azure

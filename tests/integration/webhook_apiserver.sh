@@ -210,6 +210,8 @@ pycheck "opted-in pod: image, command and capabilities" "$WORK/a.json" \
 	"[(c['image'], c['command'], sorted(c['securityContext']['capabilities']['add']), c['securityContext']['capabilities']['drop'], c['securityContext']['readOnlyRootFilesystem']) for c in obj['spec']['initContainers'] if c['name']=='imds-server'][0] == ('$IMAGE', ['/imds-server','run'], ['NET_ADMIN','NET_BIND_SERVICE','NET_RAW'], ['ALL'], True)"
 pycheck "opted-in pod: IMDS_VM_NAME from kubevirt.io/domain, namespace from the downward API" "$WORK/a.json" \
 	"(lambda e: e['IMDS_VM_NAME'].get('value') == 'vm-a-vm' and e['IMDS_NAMESPACE']['valueFrom']['fieldRef']['fieldPath'] == 'metadata.namespace')({v['name']: v for c in obj['spec']['initContainers'] if c['name']=='imds-server' for v in c['env']})"
+pycheck "opted-in pod: zone and region from the topology labels, accepted by the API server's validation" "$WORK/a.json" \
+	"(lambda e: [e[k]['valueFrom']['fieldRef']['fieldPath'] for k in ('IMDS_AVAILABILITY_ZONE', 'IMDS_REGION')] == [\"metadata.labels['topology.kubernetes.io/zone']\", \"metadata.labels['topology.kubernetes.io/region']\"])({v['name']: v for c in obj['spec']['initContainers'] if c['name']=='imds-server' for v in c['env']})"
 pycheck "opted-in pod: projected token and downward-API volumes" "$WORK/a.json" \
 	"{'imds-token','imds-podinfo'} <= {v['name'] for v in obj['spec']['volumes']} and any('serviceAccountToken' in s for v in obj['spec']['volumes'] if v['name']=='imds-token' for s in v['projected']['sources'])"
 pycheck "opted-in Guaranteed pod: sidecar requests equal limits" "$WORK/a.json" \

@@ -238,6 +238,27 @@ phase ca
 gen --drop-old-ca >"$T/gen-drop.log" 2>&1 || not_ok "generate-certs.sh --drop-old-ca" "$(cat "$T/gen-drop.log")"
 expect_eq "--drop-old-ca: the bundle holds the new CA alone" 1 "$(bundle_count)"
 phase drop
+
+# 3b. A CA near its end: the cron's --renew-before renews it as --rotate-ca
+# does (old and new in the bundle, the new leaf), before it can expire.
+ca_secret() { kctl -n kubevirt-imds get secret imds-webhook-ca -o 'go-template={{index .data "tls.crt"}}'; }
+gen --rotate-ca --ca-days 20 >"$T/gen-short.log" 2>&1 || not_ok "--rotate-ca --ca-days 20" "$(cat "$T/gen-short.log")"
+check "a 20-day CA's leaf served after kubelet's delay" wait_synced
+gen --drop-old-ca >>"$T/gen-short.log" 2>&1 || not_ok "--drop-old-ca after the 20-day CA" "$(cat "$T/gen-short.log")"
+ca1=$(ca_secret)
+out=$(gen --renew-before 10 2>&1)
+expect_eq "--renew-before 10 with a 20-day CA and a 365-day leaf: nothing to do" "1|$ca1|1" \
+	"$(grep -c 'nothing to do' <<<"$out")|$(ca_secret)|$(bundle_count)"
+gen --renew-before 30 >"$T/gen-ca-renew.log" 2>&1
+if grep -q 'the kept CA expires' "$T/gen-ca-renew.log" && [[ $(ca_secret) != "$ca1" ]] && (($(bundle_count) == 2)); then
+	ok "--renew-before 30 with a 20-day CA: a new CA, the old one kept in the bundle"
+else
+	not_ok "--renew-before 30 with a 20-day CA: a new CA, the old one kept in the bundle" "$(cat "$T/gen-ca-renew.log")"
+fi
+check "the renewed CA's leaf served after kubelet's delay" wait_synced
+gen --drop-old-ca >"$T/gen-drop2.log" 2>&1 || not_ok "--drop-old-ca after the CA's renewal" "$(cat "$T/gen-drop2.log")"
+expect_eq "--drop-old-ca: the renewed CA alone" 1 "$(bundle_count)"
+phase ca-renew
 sleep 2
 touch "$T/stop"
 wait "$LOOPPID"
@@ -249,7 +270,7 @@ if ((total >= 15)); then
 else
 	not_ok "admissions ran throughout the rotations" "only $total"
 fi
-expect_eq "zero failed admissions across leaf rotation, renewal and CA rotation ($total admissions)" 0 "$fails"
+expect_eq "zero failed admissions across leaf rotation, renewal, CA rotation and the CA's renewal ($total admissions)" 0 "$fails"
 if ((fails)); then
 	printf '#   %s\n' "$(head -c 2000 "$T/admit.err")"
 fi
@@ -257,6 +278,20 @@ m=$(curl -sS --noproxy '*' -k "https://127.0.0.1:$PORT/metrics")
 expect_eq "the webhook took the pair of each kubelet copy (the first included), none refused" \
 	"$(wc -l <"$T/synced")|0" \
 	"$(sed -n 's/^imds_webhook_certificate_reloads_total{result="success"} //p' <<<"$m")|$(sed -n 's/^imds_webhook_certificate_reloads_total{result="failure"} //p' <<<"$m")"
+
+# --drop-old-ca refuses while the Secret's leaf is not of the kept CA (a
+# rotation left half done): dropping would refuse every admission.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$T/other-ca.key" \
+	-out "$T/other-ca.crt" -days 30 -subj /CN=other-ca >/dev/null 2>&1
+kctl -n kubevirt-imds create secret generic imds-webhook-ca --type=kubernetes.io/tls \
+	--from-file=tls.crt="$T/other-ca.crt" --from-file=tls.key="$T/other-ca.key" --dry-run=client -o yaml |
+	kctl apply -f - >/dev/null
+bundle0=$(kctl get mutatingwebhookconfiguration imds-webhook -o 'go-template={{(index .webhooks 0).clientConfig.caBundle}}')
+out=$(gen --drop-old-ca 2>&1)
+st=$?
+expect_eq "--drop-old-ca with a Secret not signed by the kept CA: refused, saying why, the bundle untouched" \
+	"1 1 $bundle0" \
+	"$st $(grep -c 'not signed by the CA kept' <<<"$out") $(kctl get mutatingwebhookconfiguration imds-webhook -o 'go-template={{(index .webhooks 0).clientConfig.caBundle}}')"
 
 # 4. The control: the old procedure (a new CA, alone in the caBundle at once,
 # the Secret updated as kubelet will, later) refuses labelled pods meanwhile.

@@ -316,6 +316,8 @@ def check_pod(args, orig, new):
         "IMDS_NETWORK_STATUS_FILE": PODINFO + "/network-status",
         "IMDS_STATE_DIR": STATE_DIR,
         "IMDS_LIFECYCLE_DIR": PODINFO,
+        "IMDS_AVAILABILITY_ZONE": field("metadata.labels['topology.kubernetes.io/zone']"),
+        "IMDS_REGION": field("metadata.labels['topology.kubernetes.io/region']"),
     }
     if agent:
         want_env["IMDS_NET_MODE"] = "agent"

@@ -21,6 +21,9 @@ two cannot drift. This script takes them from the webhook itself:
   sidecar_env.py pod --review R.json --admission-cli BIN --root DIR
         [--pod-name NAME] [--set-annotation KEY=VALUE|KEY=@FILE ...]
         [--del-annotation KEY ...] [--secret NAME=DIR ...] [--json]
+        [--set-label KEY=VALUE ...]   (set after admission, as the API
+                                       server's PodTopologyLabels does at
+                                       binding)
       prints `export VAR=value` lines (shell-quoted), or a JSON object.
       Also writes DIR/pod.json (the patched pod) and DIR/container.json.
 
@@ -138,6 +141,9 @@ def cmd_pod(a):
         ann.pop(k, None)
     pod = admit(a.admission_cli, review)
     md = pod["metadata"]
+    for kv in a.set_label:
+        k, _, v = kv.partition("=")
+        md.setdefault("labels", {})[k] = v
     # The API server names a generateName pod after admission; the downward
     # API then sees the final name.
     if not md.get("name"):
@@ -236,6 +242,7 @@ def main():
     p.add_argument("--pod-name")
     p.add_argument("--set-annotation", action="append", default=[])
     p.add_argument("--del-annotation", action="append", default=[])
+    p.add_argument("--set-label", action="append", default=[])
     p.add_argument("--secret", action="append", default=[], metavar="NAME=DIR",
                    help="the files of a Secret the pod mounts (each file a key)")
     p.add_argument("--json", action="store_true")

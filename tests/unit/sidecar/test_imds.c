@@ -2072,6 +2072,16 @@ static void test_openstack_tree(void **state)
 	/* no network-status: nothing to describe */
 	get_is(a, "/openstack/latest/network_data.json", 200, "{\"links\":[],\"networks\":[],\"services\":[]}\n");
 
+	/* no zone known (the pod has no topology label): no key, not "" */
+	{
+		struct resp r0;
+		call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r0);
+		if (r0.status != 200 || !strstr(r0.body, "\"project_id\":") ||
+		    strstr(r0.body, "availability_zone"))
+			fail_msg("meta_data.json without a zone: %d %s", r0.status, r0.body);
+		resp_free(&r0);
+	}
+
 	/* the pod's secondary networks, the pod network left out */
 	put_str(in_dir(f, "ns"), NETSTATUS);
 	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "ns"), 1);

@@ -526,6 +526,12 @@ static void check_common(struct json_object *review, struct answer *a, const str
 			    "metadata.name");
 	assert_string_equal(sat(at(env_of(c, "IMDS_SA_NAME"), "valueFrom", "fieldRef", "fieldPath", NULL)),
 			    "spec.serviceAccountName");
+	/* Placement from the node's topology labels the API server copies
+	 * onto the pod at binding; absent, the fieldRef resolves to "". */
+	assert_string_equal(sat(at(env_of(c, "IMDS_AVAILABILITY_ZONE"), "valueFrom", "fieldRef", "fieldPath", NULL)),
+			    "metadata.labels['topology.kubernetes.io/zone']");
+	assert_string_equal(sat(at(env_of(c, "IMDS_REGION"), "valueFrom", "fieldRef", "fieldPath", NULL)),
+			    "metadata.labels['topology.kubernetes.io/region']");
 	assert_string_equal(env_value(c, "IMDS_TOKEN_PATH"), "/var/run/secrets/tokens/token");
 	assert_string_equal(env_value(c, "IMDS_VENDOR_DATA_FILE"), "/var/run/imds/podinfo/vendor-data");
 	assert_string_equal(env_value(c, "IMDS_NETWORK_CONFIG_FILE"), "/var/run/imds/podinfo/network-config");
