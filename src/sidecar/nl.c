@@ -323,6 +323,22 @@ int nl_parse_rule(const struct nl_msgview *m, struct nl_rule *out)
 	out->has_iif = tb[FRA_IIFNAME].p != NULL;
 	out->has_oif = tb[FRA_OIFNAME].p != NULL;
 	out->has_fwmark = tb[FRA_FWMARK].p != NULL;
+	out->has_sport = tb[FRA_SPORT_RANGE].p != NULL;
+	if (tb[FRA_IP_PROTO].p) {
+		if (tb[FRA_IP_PROTO].n != 1)
+			return -EBADMSG;
+		out->has_ipproto = 1;
+		out->ipproto = *(const uint8_t *)tb[FRA_IP_PROTO].p;
+	}
+	if (tb[FRA_DPORT_RANGE].p) {
+		struct fib_rule_port_range pr;
+		if (tb[FRA_DPORT_RANGE].n != sizeof(pr))
+			return -EBADMSG;
+		memcpy(&pr, tb[FRA_DPORT_RANGE].p, sizeof(pr));
+		out->has_dport = 1;
+		out->dport_lo = pr.start;
+		out->dport_hi = pr.end;
+	}
 	return 0;
 }
 
@@ -1110,9 +1126,9 @@ static uint8_t table_hdr(uint32_t table)
 	return table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC;
 }
 
-static int route_add(struct nl_sock *s, uint8_t family, uint32_t table, const uint8_t *dst,
-		     uint8_t dst_len, int oif, const uint8_t *prefsrc, int replace, char *err,
-		     size_t errlen)
+static int route_add(struct nl_sock *s, uint8_t family, uint8_t type, uint32_t table,
+		     const uint8_t *dst, uint8_t dst_len, int oif, const uint8_t *prefsrc, int replace,
+		     char *err, size_t errlen)
 {
 	struct {
 		struct nlmsghdr n;
@@ -1123,11 +1139,14 @@ static int route_add(struct nl_sock *s, uint8_t family, uint32_t table, const ui
 		      .nlmsg_type = RTM_NEWROUTE,
 		      .nlmsg_flags = (uint16_t)(NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL))},
 		/* IPv6 routes have no scope of their own (the kernel keeps
-		 * universe); IPv4's is link: the device, no gateway. */
+		 * universe); IPv4's is link: the device, no gateway; a local
+		 * route's is host. */
 		.r = {.rtm_family = family, .rtm_dst_len = dst_len, .rtm_table = table_hdr(table),
 		      .rtm_protocol = RTPROT_STATIC,
-		      .rtm_scope = family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
-		      .rtm_type = RTN_UNICAST},
+		      .rtm_scope = family != AF_INET	 ? RT_SCOPE_UNIVERSE
+				   : type == RTN_LOCAL ? RT_SCOPE_HOST
+						       : RT_SCOPE_LINK,
+		      .rtm_type = type},
 	};
 	char what[96], ip[64];
 
@@ -1144,13 +1163,21 @@ static int route_add(struct nl_sock *s, uint8_t family, uint32_t table, const ui
 int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8_t dst_len,
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen)
 {
-	return route_add(s, AF_INET, table, dst, dst_len, oif, prefsrc, replace, err, errlen);
+	return route_add(s, AF_INET, RTN_UNICAST, table, dst, dst_len, oif, prefsrc, replace, err,
+			 errlen);
+}
+
+int nl_route_add_local4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], int oif,
+			char *err, size_t errlen)
+{
+	return route_add(s, AF_INET, RTN_LOCAL, table, dst, 32, oif, NULL, 0, err, errlen);
 }
 
 int nl_route_add6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen)
 {
-	return route_add(s, AF_INET6, table, dst, dst_len, oif, prefsrc, replace, err, errlen);
+	return route_add(s, AF_INET6, RTN_UNICAST, table, dst, dst_len, oif, prefsrc, replace, err,
+			 errlen);
 }
 
 static int neigh_set(struct nl_sock *s, uint8_t family, int ifindex, const uint8_t *ip,
@@ -1252,6 +1279,36 @@ int nl_rule_add4(struct nl_sock *s, const uint8_t src[4], uint8_t src_len, uint3
 		 uint32_t priority, char *err, size_t errlen)
 {
 	return rule_add(s, AF_INET, src, src_len, table, priority, err, errlen);
+}
+
+int nl_rule_add4_to_port(struct nl_sock *s, const uint8_t dst[4], uint8_t ipproto, uint16_t dport,
+			 uint32_t table, uint32_t priority, char *err, size_t errlen)
+{
+	struct {
+		struct nlmsghdr n;
+		struct fib_rule_hdr f;
+		char buf[96];
+	} req = {
+		.n = {.nlmsg_len = (uint32_t)(HDRLEN + sizeof(struct fib_rule_hdr)),
+		      .nlmsg_type = RTM_NEWRULE,
+		      .nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL},
+		.f = {.family = AF_INET, .dst_len = 32, .table = table_hdr(table),
+		      .action = FR_ACT_TO_TBL},
+	};
+	/* The kernel reads the range in host order (fib_rule_port_inrange). */
+	struct fib_rule_port_range pr = {.start = dport, .end = dport};
+	char what[128], ip[64];
+
+	ip_text(ip, sizeof(ip), AF_INET, dst, 32);
+	snprintf(what, sizeof(what), "to %s ipproto %u dport %u lookup %u", ip, ipproto, dport,
+		 table);
+	if (nl_attr_put(&req.n, sizeof(req), FRA_DST, dst, 4) ||
+	    nl_attr_put_u8(&req.n, sizeof(req), FRA_IP_PROTO, ipproto) ||
+	    nl_attr_put(&req.n, sizeof(req), FRA_DPORT_RANGE, &pr, sizeof(pr)) ||
+	    nl_attr_put_u32(&req.n, sizeof(req), FRA_TABLE, table) ||
+	    nl_attr_put_u32(&req.n, sizeof(req), FRA_PRIORITY, priority))
+		return -EMSGSIZE;
+	return talk(s, &req.n, what, err, errlen);
 }
 
 int nl_rule_add6(struct nl_sock *s, const uint8_t src[16], uint8_t src_len, uint32_t table,

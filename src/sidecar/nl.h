@@ -101,6 +101,11 @@ struct nl_rule {
 	int has_iif; /* any selector we do not model makes a rule "not ours" */
 	int has_oif;
 	int has_fwmark;
+	int has_ipproto; /* FRA_IP_PROTO */
+	uint8_t ipproto;
+	int has_dport; /* FRA_DPORT_RANGE, host order */
+	uint16_t dport_lo, dport_hi;
+	int has_sport; /* FRA_SPORT_RANGE: never ours */
 };
 
 struct nl_neigh {
@@ -237,6 +242,10 @@ int nl_route_add4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], uint8
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen);
 int nl_route_add6(struct nl_sock *s, uint32_t table, const uint8_t dst[16], uint8_t dst_len,
 		  int oif, const uint8_t *prefsrc, int replace, char *err, size_t errlen);
+/* "local dst/32 dev oif table T" (scope host): what an address's entry in
+ * table local says, in another table. */
+int nl_route_add_local4(struct nl_sock *s, uint32_t table, const uint8_t dst[4], int oif,
+			char *err, size_t errlen);
 /* A permanent IPv4 neighbour entry ip -> mac on ifindex (created or
  * replaced). */
 int nl_neigh_set4(struct nl_sock *s, int ifindex, const uint8_t ip[4], const uint8_t mac[6],
@@ -254,5 +263,8 @@ int nl_rule_add4(struct nl_sock *s, const uint8_t src[4], uint8_t src_len, uint3
 		 uint32_t priority, char *err, size_t errlen);
 int nl_rule_add6(struct nl_sock *s, const uint8_t src[16], uint8_t src_len, uint32_t table,
 		 uint32_t priority, char *err, size_t errlen);
+/* "to dst/32 ipproto P dport D lookup table" at priority. */
+int nl_rule_add4_to_port(struct nl_sock *s, const uint8_t dst[4], uint8_t ipproto, uint16_t dport,
+			 uint32_t table, uint32_t priority, char *err, size_t errlen);
 
 #endif

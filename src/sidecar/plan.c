@@ -50,6 +50,7 @@ static void base(const struct plan_cfg *pc, struct steer_state *st)
 {
 	memcpy(st->ip, pc->ip, 4);
 	memcpy(st->vmac, pc->vmac, 6);
+	st->port = pc->port;
 	st->local_ok = pc->passt;
 }
 
@@ -72,6 +73,7 @@ int plan_make(const struct plan_cfg *pc, struct nl_sock *req, struct plumb_state
 		return ret;
 	memset(want, 0, sizeof(*want));
 	base(pc, want);
+	ps->port = pc->port; /* only it is local (plumb.h) */
 	/* The taps first for their MTU, which veth-imds takes. */
 	plumb_pick_taps(links, *nlinks, pc->ifs, pc->bridge, want->taps, STEER_MAX_TAPS, &mtu);
 	if ((ret = plumb_ensure(req, ps, links, *nlinks, pc->vmac, mtu, 1, changes, why,
@@ -111,6 +113,7 @@ int plan_program(struct nl_sock *nft, uint8_t *buf, size_t cap, const struct ste
 int plan_steer_eq(const struct steer_state *a, const struct steer_state *b)
 {
 	return a->veth == b->veth && a->peer == b->peer && a->local_ok == b->local_ok &&
+	       a->port == b->port &&
 	       !memcmp(a->vmac, b->vmac, 6) && !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
 	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) && a->nlocal == b->nlocal &&
 	       !memcmp(a->local, b->local, a->nlocal * 4);

@@ -230,7 +230,80 @@ static int is_our_rule(const struct nl_rule *r, const struct find_rule *f)
 	return r->family == f->family && r->action == FR_ACT_TO_TBL && r->table == PLUMB_TABLE &&
 	       r->priority == PLUMB_RULE_PREF && r->has_src && r->src_len == alen * 8 &&
 	       memcmp(r->src, f->src, alen) == 0 && !r->has_dst && !r->dst_len &&
-	       !r->has_iif && !r->has_oif && !r->has_fwmark;
+	       !r->has_iif && !r->has_oif && !r->has_fwmark && !r->has_ipproto && !r->has_dport &&
+	       !r->has_sport;
+}
+
+/* "to 169.254.169.254 ipproto tcp dport port lookup PLUMB_TABLE". */
+struct find_port_rule {
+	uint16_t port;
+	int found;
+};
+
+static int find_port_rule_cb(const struct nl_msgview *m, void *ud)
+{
+	struct find_port_rule *f = ud;
+	struct nl_rule r;
+	if (!nl_parse_rule(m, &r) && r.family == AF_INET && r.action == FR_ACT_TO_TBL &&
+	    r.table == PLUMB_TABLE && r.priority == PLUMB_RULE_PREF && !r.has_src && !r.src_len &&
+	    r.has_dst && r.dst_len == 32 && memcmp(r.dst, plumb_imds_ip, 4) == 0 && !r.has_iif &&
+	    !r.has_oif && !r.has_fwmark && !r.has_sport && r.has_ipproto &&
+	    r.ipproto == IPPROTO_TCP && r.has_dport && r.dport_lo == f->port &&
+	    r.dport_hi == f->port)
+		f->found = 1;
+	return 0;
+}
+
+static int ensure_port_rule(struct nl_sock *s, uint16_t port, unsigned *changes, char *err,
+			    size_t errlen)
+{
+	struct find_port_rule fr = {port, 0};
+	int ret;
+
+	if ((ret = nl_dump_all(s, RTM_GETRULE, AF_INET, find_port_rule_cb, &fr, err, errlen)))
+		return ret;
+	if (fr.found)
+		return 0;
+	ret = nl_rule_add4_to_port(s, plumb_imds_ip, IPPROTO_TCP, port, PLUMB_TABLE,
+				   PLUMB_RULE_PREF, err, errlen);
+	if (ret && ret != -EEXIST)
+		return ret;
+	*changes |= PLUMB_CH_RULE;
+	return 0;
+}
+
+/* The kernel's "local 169.254.169.254" in table local (written with the
+ * address, and again whenever veth-imds comes up): gone, so that only the
+ * port rule makes the address local. */
+struct find_local {
+	int found;
+};
+
+static int find_local_cb(const struct nl_msgview *m, void *ud)
+{
+	struct find_local *f = ud;
+	struct nl_route r;
+	if (!nl_parse_route(m, &r) && r.family == AF_INET && r.table == RT_TABLE_LOCAL &&
+	    r.type == RTN_LOCAL && r.dst_len == 32 && r.has_dst &&
+	    memcmp(r.dst, plumb_imds_ip, 4) == 0)
+		f->found = 1;
+	return 0;
+}
+
+static int ensure_no_local(struct nl_sock *s, unsigned *changes, char *err, size_t errlen)
+{
+	struct find_local fl = {0};
+	int ret;
+
+	if ((ret = nl_dump_all(s, RTM_GETROUTE, AF_INET, find_local_cb, &fl, err, errlen)))
+		return ret;
+	if (!fl.found)
+		return 0;
+	ret = nl_route_del4(s, RT_TABLE_LOCAL, plumb_imds_ip, 32, err, errlen);
+	if (ret && ret != -ESRCH)
+		return ret;
+	*changes |= PLUMB_CH_ROUTE;
+	return 0;
 }
 
 static int find_rule_cb(const struct nl_msgview *m, void *ud)
@@ -248,6 +321,7 @@ struct find_route {
 	uint8_t family;
 	int oif;
 	int found;      /* the right route */
+	int found_local; /* IPv4: "local 169.254.169.254 dev oif" */
 	size_t nstale;  /* other routes in our table (an older version's, a stray) */
 	uint8_t stale[STALE_MAX][17]; /* dst, dst_len */
 };
@@ -265,6 +339,9 @@ static int find_route_cb(const struct nl_msgview *m, void *ud)
 	    (f->family == AF_INET6 ||
 	     (r.has_prefsrc && memcmp(r.prefsrc, plumb_imds_ip, 4) == 0))) {
 		f->found = 1;
+	} else if (f->family == AF_INET && r.type == RTN_LOCAL && r.dst_len == 32 && r.has_dst &&
+		   memcmp(r.dst, plumb_imds_ip, 4) == 0 && r.oif == f->oif) {
+		f->found_local = 1;
 	} else if (r.dst_len != 0 && f->nstale < STALE_MAX) {
 		memcpy(f->stale[f->nstale], r.has_dst ? r.dst : any, 16);
 		f->stale[f->nstale++][16] = r.dst_len;
@@ -289,6 +366,15 @@ static int ensure_route(struct nl_sock *s, uint8_t family, int oif, unsigned *ch
 			      ? nl_route_del6(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][16], err, errlen)
 			      : nl_route_del4(s, PLUMB_TABLE, ft.stale[i], ft.stale[i][16], err, errlen);
 		if (ret && ret != -ESRCH)
+			return ret;
+		*changes |= PLUMB_CH_ROUTE;
+	}
+	/* The local route first: the default's preferred source must be
+	 * local in this table or in table local (fib_valid_prefsrc), and the
+	 * latter's entry goes (ensure_no_local). */
+	if (family == AF_INET && !ft.found_local) {
+		ret = nl_route_add_local4(s, PLUMB_TABLE, plumb_imds_ip, oif, err, errlen);
+		if (ret && ret != -EEXIST)
 			return ret;
 		*changes |= PLUMB_CH_ROUTE;
 	}
@@ -408,7 +494,9 @@ int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link
 
 	if ((ret = ensure_addr(s, v.ifindex, AF_INET, plumb_imds_ip, 32, changes, err, errlen)) ||
 	    (ret = ensure_rule(s, AF_INET, plumb_imds_ip, changes, err, errlen)) ||
-	    (ret = ensure_route(s, AF_INET, v.ifindex, changes, err, errlen)))
+	    (ret = ensure_route(s, AF_INET, v.ifindex, changes, err, errlen)) ||
+	    (ret = ensure_port_rule(s, st->port ? st->port : 80, changes, err, errlen)) ||
+	    (ret = ensure_no_local(s, changes, err, errlen)))
 		goto out;
 	st->v6 = 0;
 	if (want_v6) {

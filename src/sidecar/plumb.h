@@ -19,6 +19,13 @@
  *   strict mode too (the reverse lookup of its source from .254 meets the
  *   same rule).  Only packets sourced from the service address use the table,
  *   so no route of the pod is shadowed;
+ * - the service's TCP port only is local: the kernel's "local
+ *   169.254.169.254" entry in table local (which it writes with the address)
+ *   is moved to PLUMB_TABLE, behind "to 169.254.169.254 ipproto tcp dport
+ *   PORT lookup PLUMB_TABLE".  Everything else for .254 (a guest's DNS where
+ *   the node's resolver is 169.254.169.254, passt's forwarding of it) is
+ *   routed by the pod as if we were not there; the address stays on
+ *   veth-imds for the source of our answers and of the kernel's ARP;
  * - the kernel never answers ARP for 169.254.169.254 (arp_ignore 8 on
  *   veth-imds, per device over netlink: never net.ipv4.conf.all, never
  *   /proc/sys): our responder answers, to the VM only.
@@ -54,6 +61,7 @@ struct plumb_state {
 	int veth; /* ifindex of veth-imds; 0: none */
 	int peer; /* ifindex of veth-imds-br */
 	uint32_t mtu;
+	uint16_t port; /* in: the service's TCP port (IMDS_LISTEN_ADDR's); 0: 80 */
 	int v6;   /* the IPv6 addresses, rules and route are in place */
 	char v6_off[256]; /* why not, when IPv6 is off in the pod */
 };

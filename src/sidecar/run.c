@@ -340,7 +340,8 @@ static void reconcile(struct run *r)
 
 /* Does this rtnetlink event concern what we look at?  Links: any (taps and
  * bridges come and go only while the pod is set up); addresses: any (the
- * pod's own, for the aliases); routes and rules: ours. */
+ * pod's own, for the aliases); routes and rules: ours, and the kernel's
+ * "local 169.254.169.254" in table local, which must stay away (plumb.h). */
 static int relevant(const struct nl_msgview *m)
 {
 	struct nl_route rt;
@@ -354,7 +355,10 @@ static int relevant(const struct nl_msgview *m)
 		return 1;
 	case RTM_NEWROUTE:
 	case RTM_DELROUTE:
-		return !nl_parse_route(m, &rt) && rt.table == PLUMB_TABLE;
+		return !nl_parse_route(m, &rt) &&
+		       (rt.table == PLUMB_TABLE ||
+			(rt.table == RT_TABLE_LOCAL && rt.family == AF_INET && rt.has_dst &&
+			 rt.dst_len == 32 && memcmp(rt.dst, plumb_imds_ip, 4) == 0));
 	case RTM_NEWRULE:
 	case RTM_DELRULE:
 		return !nl_parse_rule(m, &ru) && ru.table == PLUMB_TABLE;

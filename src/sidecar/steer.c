@@ -47,6 +47,29 @@ static void match_nh6(struct nft_batch *b, uint32_t off, const uint8_t ip[16])
 	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 16);
 }
 
+/* TCP to the service's port (what nft writes for "tcp dport P"): the one
+ * thing for 169.254.169.254 that is ours.  Whatever else a guest sends
+ * there (DNS, where the node's resolver is 169.254.169.254) is the pod's
+ * to route, as if we were not there. */
+static void match_svc_tcp(struct nft_batch *b, uint16_t port)
+{
+	static const uint8_t tcp = IPPROTO_TCP;
+	uint16_t be = htons(port ? port : 80);
+	nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+}
+
+/* The ports guarded: the service's, and 80 when it is another (the port
+ * of every cloud's own metadata service on the node's side). */
+static size_t guarded_ports(const struct steer_state *st, uint16_t out[2])
+{
+	out[0] = st->port ? st->port : 80;
+	out[1] = 80;
+	return out[0] == 80 ? 1 : 2;
+}
+
 static void match_u8(struct nft_batch *b, uint32_t off, uint8_t v)
 {
 	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, 1, NFT_REG_1);
@@ -126,12 +149,13 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 		snprintf(chain, sizeof(chain), "vm-%.15s", tp->name);
 		nft_add_chain(b, f, STEER_TABLE, chain, NFT_HOOK_INGRESS, STEER_PRIO_TAP, tp->name,
 			      NFT_V_ACCEPT);
-		/* The guest's IPv4 to the service, whatever MAC it chose (its
-		 * gateway's in masquerade and bridge binding, ours on the link-local
-		 * path, an old pod's after a migration). */
+		/* The guest's IPv4 to the service's TCP port, whatever MAC it
+		 * chose (its gateway's in masquerade and bridge binding, ours on
+		 * the link-local path, an old pod's after a migration). */
 		nft_rule_begin(b, f, STEER_TABLE, chain);
 		match_proto(b, ETH_P_IP);
 		match_nh4(b, IP_DADDR, st->ip);
+		match_svc_tcp(b, st->port);
 		nft_e_counter(b);
 		match_ether(b);
 		nft_e_imm(b, NFT_REG_1, st->vmac, 6);
@@ -192,6 +216,8 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 static void build_ip(const struct steer_state *st, struct nft_batch *b)
 {
 	const uint8_t f = NFT_FAMILY_IPV4;
+	uint16_t ports[2];
+	size_t nports = guarded_ports(st, ports);
 
 	fresh_table(b, f);
 	nft_add_chain(b, f, STEER_TABLE, "prerouting", NFT_HOOK_PREROUTING, STEER_PRIO_RAW, NULL,
@@ -234,35 +260,46 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	match_nh4(b, IP_SADDR, st->ip);
 	nft_e_notrack(b);
 	nft_rule_end(b);
-	/* A process of the pod (passt, Envoy) reaching for .254 while it is
-	 * not local: refused at once rather than routed off the pod. */
-	nft_rule_begin(b, f, STEER_TABLE, "output");
-	match_nh4(b, IP_DADDR, st->ip);
-	match_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, "lo");
-	nft_e_counter(b);
-	nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
-	nft_rule_end(b);
+	/* A process of the pod (passt, Envoy) reaching for the service while
+	 * it is not local: refused at once rather than routed off the pod. */
+	for (size_t i = 0; i < nports; i++) {
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh4(b, IP_DADDR, st->ip);
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, "lo");
+		match_svc_tcp(b, ports[i]);
+		nft_e_counter(b);
+		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
+		nft_rule_end(b);
+	}
 	if (!st->local_ok) {
 		/* ... and while it is local, where no binding has a process of the
 		 * pod on its path: refused at once too (the listener's filter would
 		 * drop the SYN, and the client wait out its retries).  TCP only:
 		 * the ICMP error itself goes to .254, the connecting socket. */
-		static const uint8_t tcp = IPPROTO_TCP;
 		nft_rule_begin(b, f, STEER_TABLE, "output");
 		match_nh4(b, IP_DADDR, st->ip);
 		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, "lo");
-		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
-		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		match_svc_tcp(b, st->port);
 		nft_e_counter(b);
 		nft_e_reject(b, NFT_REJECT_ICMP_UNREACH, 13 /* ICMP_PKT_FILTERED */);
 		nft_rule_end(b);
 	}
-	/* The guest's .254 routed by the pod (masquerade's ip_forward=1) while
-	 * the tap is not steered: never forwarded, never masqueraded. */
+	/* The guest's service connection routed by the pod (masquerade's
+	 * ip_forward=1) while the tap is not steered or the port rule is
+	 * gone: never forwarded, never masqueraded.  Nor anything that came
+	 * in on veth-imds (a frame a guest sent to our MAC). */
 	nft_add_chain(b, f, STEER_TABLE, "forward", NFT_HOOK_FORWARD, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
+	for (size_t i = 0; i < nports; i++) {
+		nft_rule_begin(b, f, STEER_TABLE, "forward");
+		match_nh4(b, IP_DADDR, st->ip);
+		match_svc_tcp(b, ports[i]);
+		nft_e_counter(b);
+		nft_e_verdict(b, NFT_V_DROP);
+		nft_rule_end(b);
+	}
 	nft_rule_begin(b, f, STEER_TABLE, "forward");
-	match_nh4(b, IP_DADDR, st->ip);
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_counter(b);
 	nft_e_verdict(b, NFT_V_DROP);
 	nft_rule_end(b);
@@ -344,17 +381,22 @@ static void build_bridge(const struct steer_state *st, struct nft_batch *b)
 	static const char *const chains[2] = {"forward", "input"};
 	static const unsigned hooks[2] = {NFT_HOOK_FORWARD, NFT_HOOK_INPUT};
 	const uint8_t f = NFT_FAMILY_BRIDGE;
+	uint16_t ports[2];
+	size_t nports = guarded_ports(st, ports);
 
 	fresh_table(b, f);
 	for (int c = 0; c < 2; c++) {
 		nft_add_chain(b, f, STEER_TABLE, chains[c], hooks[c], STEER_PRIO_RAW, NULL,
 			      NFT_V_ACCEPT);
-		nft_rule_begin(b, f, STEER_TABLE, chains[c]);
-		match_proto(b, ETH_P_IP);
-		match_nh4(b, IP_DADDR, st->ip);
-		nft_e_counter(b);
-		nft_e_verdict(b, NFT_V_DROP);
-		nft_rule_end(b);
+		for (size_t i = 0; i < nports; i++) {
+			nft_rule_begin(b, f, STEER_TABLE, chains[c]);
+			match_proto(b, ETH_P_IP);
+			match_nh4(b, IP_DADDR, st->ip);
+			match_svc_tcp(b, ports[i]);
+			nft_e_counter(b);
+			nft_e_verdict(b, NFT_V_DROP);
+			nft_rule_end(b);
+		}
 		nft_rule_begin(b, f, STEER_TABLE, chains[c]);
 		match_arp_target(b, st->ip, 1);
 		nft_e_counter(b);

@@ -1,9 +1,11 @@
 /* steer: the sidecar's nf_tables ruleset, built from what it serves.
  *
- * A guest's packet to 169.254.169.254 is taken at the VM's own port, before
- * any bridge, routing or NAT of the pod sees it, and handed to veth-imds:
+ * A guest's TCP to 169.254.169.254's service port is taken at the VM's own
+ * port, before any bridge, routing or NAT of the pod sees it, and handed to
+ * veth-imds (the rest of .254, a guest's DNS where the node's resolver is
+ * there, is the pod's to route, as if we were not there):
  *
- *   tap0 ──ingress──► [ip daddr .254 | ARP for .254 | ether daddr VMAC]
+ *   tap0 ──ingress──► [ip daddr .254 tcp dport P | ARP for .254 | ether daddr VMAC]
  *                        └─ ether daddr set VMAC, fwd ─► veth-imds-br ═ veth-imds (.254)
  *   veth-imds-br ──ingress──► fwd (dup) to the VM's tap(s)
  *
@@ -20,12 +22,13 @@
  *          binding keeps the pod IP on a dummy eth0, kubevirt-network.md E2:
  *          a martian), a stateless rewrite to an alias STEER_ALIAS_BASE+i,
  *          undone in postrouting on the way out of veth-imds; raw output:
- *          notrack for what we send from .254; and the fallbacks: .254 is
- *          never forwarded, and no process of the pod reaches a .254 that
- *          is not local;
+ *          notrack for what we send from .254; and the fallbacks: TCP to
+ *          .254's service port (and 80) is never forwarded, nor anything
+ *          from veth-imds, and no process of the pod connects to a .254
+ *          port P that is not local;
  *  bridge  the fallback on every bridge of the pod (any bridge, present or
- *          future): no frame for .254 (IPv4 or ARP) is forwarded between
- *          ports or delivered to the bridge itself.
+ *          future): no TCP for .254's service port (and 80), no ARP for .254,
+ *          is forwarded between ports or delivered to the bridge itself.
  * The ip and bridge tables exist from the sidecar's first start on, before
  * any bridge or tap, and stay after it exits: a guest's packet to .254 never
  * leaves the pod, before the plumbing, while it is restored, or after the
@@ -58,6 +61,7 @@ struct steer_state {
 	int peer;       /* veth-imds-br's */
 	uint8_t vmac[6];
 	uint8_t ip[4];  /* the service address (169.254.169.254) */
+	uint16_t port;  /* its TCP port, the only one steered and guarded; 0: 80 */
 	size_t ntaps;
 	struct steer_tap taps[STEER_MAX_TAPS];
 	size_t nlocal;

@@ -17,6 +17,7 @@ static inline struct steer_state golden_state(void)
 	static const uint8_t local[4] = {10, 244, 1, 5};
 	memcpy(st.ip, ip, 4);
 	memcpy(st.vmac, mac, 6);
+	st.port = 80;
 	st.veth = 7;
 	st.peer = 6;
 	st.ntaps = 2;

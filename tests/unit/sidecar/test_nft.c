@@ -188,7 +188,7 @@ static size_t decode_rules(const uint8_t *buf, size_t len, char *out, size_t cap
 static char *read_golden(void)
 {
 	FILE *f = fopen("tests/fixtures/nft/steer.golden", "r");
-	static char text[16384];
+	static char text[32768];
 	size_t at = 0;
 	char line[512];
 	assert_non_null(f); /* run from the repository's root, as tests/run.sh does */
@@ -263,7 +263,7 @@ static void test_framing(void **state)
 	/* Without plumbing: the netdev table is deleted, the fallback stays. */
 	struct steer_state fb = {0};
 	memcpy(fb.ip, st.ip, 4);
-	static char text[8192];
+	static char text[32768];
 	nft_batch_init(&b, buf, sizeof(buf), 1);
 	assert_int_equal(steer_build(&fb, &b), 0);
 	assert_int_equal(nft_batch_finish(&b), 0);
@@ -351,11 +351,51 @@ static void test_events(void **state)
 	}
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Only the service's TCP port is steered (DNS at .254 stays the node's);
+ * with a port other than 80, 80 is guarded too (the node's own metadata
+ * service), never steered. */
+static void test_ports(void **state)
+{
+	(void)state;
+	static uint8_t buf[65536];
+	static char text[32768];
+	struct nft_batch b;
+	struct steer_state st = golden_state();
+	const char *p80 = "payload load 2b @ transport header + 2 => reg 1 ]\n  [ cmp eq reg 1 0x00005000 ]";
+	const char *p8080 = "payload load 2b @ transport header + 2 => reg 1 ]\n  [ cmp eq reg 1 0x0000901f ]";
+
+	nft_batch_init(&b, buf, sizeof(buf), 1);
+	assert_int_equal(steer_build(&st, &b), 0);
+	assert_int_equal(nft_batch_finish(&b), 0);
+	decode_rules(buf, b.len, text, sizeof(text));
+	/* two taps' steering, two output rejects, forward, bridge forward and input */
+	assert_int_equal(count(text, p80), 7);
+	assert_int_equal(count(text, p8080), 0);
+
+	st.port = 8080;
+	nft_batch_init(&b, buf, sizeof(buf), 1);
+	assert_int_equal(steer_build(&st, &b), 0);
+	assert_int_equal(nft_batch_finish(&b), 0);
+	decode_rules(buf, b.len, text, sizeof(text));
+	assert_int_equal(count(text, p8080), 7);
+	/* 80: guarded (output off the pod, forward, the two bridge chains) */
+	assert_int_equal(count(text, p80), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_framing),
+		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_events),
 	};

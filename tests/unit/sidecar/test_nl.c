@@ -142,6 +142,18 @@ static const uint8_t msg_rule[] = {
 	0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x06, 0x00, 0xe8, 0x03, 0x00, 0x00,
 	0x08, 0x00, 0x02, 0x00, 0xa9, 0xfe, 0xa9, 0xfe,
 };
+/* "to 169.254.169.254 ipproto tcp dport 80 lookup 169254 pref 1000", as
+ * the kernel (6.18) dumps it. */
+static const uint8_t msg_rule_port[] = {
+	0x5c, 0x00, 0x00, 0x00, 0x20, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00,
+	0x9d, 0x30, 0x00, 0x00, 0x02, 0x20, 0x00, 0x00, 0xfc, 0x00, 0x00, 0x01,
+	0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0f, 0x00, 0x26, 0x95, 0x02, 0x00,
+	0x08, 0x00, 0x0e, 0x00, 0xff, 0xff, 0xff, 0xff, 0x05, 0x00, 0x15, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x06, 0x00, 0xe8, 0x03, 0x00, 0x00,
+	0x08, 0x00, 0x18, 0x00, 0x50, 0x00, 0x50, 0x00, 0x06, 0x00, 0x1d, 0x00,
+	0xff, 0xff, 0x00, 0x00, 0x05, 0x00, 0x16, 0x00, 0x06, 0x00, 0x00, 0x00,
+	0x08, 0x00, 0x01, 0x00, 0xa9, 0xfe, 0xa9, 0xfe,
+};
 static const uint8_t msg_fdb[] = {
 	0x4c, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x02, 0x00, 0xec, 0x76, 0x02, 0x6b,
 	0x85, 0x5b, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -176,6 +188,7 @@ struct table {
 static const struct table all[] = {
 	T(msg_link, RTM_NEWLINK),  T(msg_addr, RTM_NEWADDR), T(msg_route, RTM_NEWROUTE),
 	T(msg_rule, RTM_NEWRULE),  T(msg_fdb, RTM_NEWNEIGH), T(msg_err_extack, NLMSG_ERROR),
+	T(msg_rule_port, RTM_NEWRULE),
 	T(msg_ack, NLMSG_ERROR),
 };
 #define NALL (sizeof(all) / sizeof(all[0]))
@@ -284,6 +297,28 @@ static void test_rule(void **state)
 	assert_int_equal(r.src_len, 32);
 	assert_memory_equal(r.src, src, 4);
 	assert_false(r.has_iif || r.has_oif || r.has_fwmark || r.has_dst);
+	assert_false(r.has_ipproto || r.has_dport || r.has_sport);
+}
+
+static void test_rule_port(void **state)
+{
+	(void)state;
+	static const uint8_t dst[4] = {169, 254, 169, 254};
+	struct nl_msgview m;
+	struct nl_rule r;
+	assert_int_equal(one(msg_rule_port, sizeof(msg_rule_port), &m), 1);
+	assert_int_equal(nl_parse_rule(&m, &r), 0);
+	assert_int_equal(r.table, 169254);
+	assert_int_equal(r.priority, 1000);
+	assert_true(r.has_dst);
+	assert_int_equal(r.dst_len, 32);
+	assert_memory_equal(r.dst, dst, 4);
+	assert_false(r.has_src || r.has_iif || r.has_oif || r.has_fwmark || r.has_sport);
+	assert_true(r.has_ipproto);
+	assert_int_equal(r.ipproto, 6);
+	assert_true(r.has_dport);
+	assert_int_equal(r.dport_lo, 80);
+	assert_int_equal(r.dport_hi, 80);
 }
 
 static void test_fdb(void **state)
@@ -537,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_addr),
 		cmocka_unit_test(test_route),
 		cmocka_unit_test(test_rule),
+		cmocka_unit_test(test_rule_port),
 		cmocka_unit_test(test_fdb),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_truncated_prefixes),
