@@ -31,10 +31,16 @@
 #     DMI serial alone and fetches network-config over HTTP) in bridge binding
 #     on the pod network: KubeVirt's DHCP gives it the pod IP /32 and option
 #     121 routes; a network-config gives the NIC matched by its MAC an extra
-#     static address; two boots as istio.
+#     static address; two boots as istio.  Its user data from a Secret-backed
+#     cloudInitNoCloud volume whose KubeVirt cidata disk is kept beside the
+#     serial, as bridge's: cloud-init 25.1 with disk and seed, over a reboot.
 #   bridge: Debian 12 in bridge binding (its ifupdown/dhclient with /32 and
 #     option 121), one boot; its user data from its VMI's own cloudInitNoCloud
-#     volume (a secretRef), as the webhook carries it (volume_source, issue 30).
+#     volume (a secretRef), as the webhook carries it (volume_source, issue 30),
+#     and KubeVirt's cidata disk of that volume kept beside the webhook's
+#     serial, as a VM without imds.kubevirt.io/cloud-init-disk: remove has
+#     them: which datasource and seeds the guest takes, its instance-id and
+#     the user data it stored.
 #   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
 #   ipv6: Debian 13 with no IPv4 at all, in a dual-stack masquerade pod:
 #     fd10:0:2::2/120 via fd10:0:2::1 on its kernel command line (KubeVirt's
@@ -45,11 +51,16 @@
 #   continuity: Debian 12 (cloud-init 22.4) moved from KubeVirt's disk to the
 #     service (issue 30): boot 1 from a NoCloud ISO (genisoimage -V cidata)
 #     holding exactly KubeVirt's files for a VMI whose cloudInitNoCloud volume
-#     takes its user data from a Secret, with a serial that seeds nothing;
+#     carries its data inline (userDataBase64: the suite's user data without
+#     the migration's and polling scripts, gzipped, under KubeVirt's 2,048
+#     bytes; networkData), with a serial that seeds nothing;
 #     boot 2 on the same disk from the service alone (the webhook's serial, no
 #     ISO), the sidecar configured from that VMI's imds.kubevirt.io/cloud-init
 #     as the webhook writes it: the same instance (runcmd not run again, SSH
-#     host keys unchanged), boot 2's datasource the service.
+#     host keys unchanged), boot 2's datasource the service; the sidecar serves
+#     the volume's bytes, and both boots' cloud-init stored them (user-data.txt)
+#     with the firmware UUID as instance-id.  (continuity-trixie: the same
+#     with Debian 13's cloud-init 25.1, not in the default set.)
 # In bridge binding and passt the sidecar is killed (SIGKILL) once the guest
 # had its meta-data and started again.  After each boot: the node saw nothing,
 # the node and a neighbour pod asking for .254 get no answer, a process of the
@@ -99,7 +110,7 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-ALL_SCENARIOS="istio linklocal bridge-trixie bridge passt ipv6 continuity"
+ALL_SCENARIOS="istio linklocal bridge-trixie bridge passt ipv6 continuity continuity-trixie"
 if [[ $VARIANT == asan ]]; then
 	SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie passt ipv6}
 else
@@ -183,7 +194,7 @@ if ! guest_image bookworm; then
 fi
 BOOKWORM_IMG=$IMG BOOKWORM="bookworm (cloud-init $CI_VER)"
 TRIXIE_IMG="" TRIXIE=trixie
-if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt|ipv6)\  ]] && guest_image trixie; then
+if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt|ipv6|continuity-trixie)\  ]] && guest_image trixie; then
 	TRIXIE_IMG=$IMG TRIXIE="trixie (cloud-init $CI_VER)"
 fi
 
@@ -280,7 +291,8 @@ cat >>"$USER_DATA" <<'EOF'
       echo "IMDS-ADDR boot=$n $(ip -4 -o addr show dev eth0 | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-ADDR6 boot=$n $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
-      echo "IMDS-QUERY boot=$n role=$(cloud-init query ds.meta_data.role 2>&1) tier=$(cloud-init query ds.meta_data.tier 2>&1)"
+      echo "IMDS-QUERY boot=$n $(cloud-init query --format 'role={{ ds.meta_data.role }} tier={{ ds.meta_data.tier }}' 2>&1)"
+      echo "IMDS-CI boot=$n iid=$(cat /var/lib/cloud/data/instance-id) ud=$(sha256sum </var/lib/cloud/instance/user-data.txt | cut -c1-64)"
       echo "IMDS-OPENSTACK boot=$n $(/usr/local/sbin/imds-e2e-openstack 2>/dev/null | tr '\n' ' ')"
       echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)")
       printf '%s\n' "$out" | /usr/local/sbin/imds-e2e-say
@@ -691,10 +703,25 @@ guest_checks() {
 	else
 		not_ok "$l: cloud-init reports no errors" "$got" "$(grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r')"
 	fi
-	if grep -aqF "DataSourceNoCloudNet [seed=dmi,${SEED_URL:-http://169.254.169.254/v1/}]" "$con"; then
-		ok "$l: datasource NoCloudNet from the webhook's DMI serial (${SEED_URL:-http://169.254.169.254/v1/})"
+	local seed=${SEED_URL:-http://169.254.169.254/v1/} how="the webhook's DMI serial"
+	if ((${#BOOT_EXTRA[@]})); then
+		# KubeVirt's disk kept beside the serial (the default): the local
+		# stage's NoCloud refuses an http seed even with the disk there
+		# (DataSourceNoCloud.py:160-169 at 22.4.2, 177-186 at 25.1.4); the
+		# network stage's reads the serial, then the disk, then the seed
+		# (found: dmi, the device, the URL).
+		seed="dmi,/dev/vdb,$seed" how="KubeVirt's cidata disk (/dev/vdb) and the webhook's DMI serial, one datasource"
 	else
-		not_ok "$l: datasource NoCloudNet from the webhook's DMI serial (${SEED_URL:-http://169.254.169.254/v1/})" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
+		seed="dmi,$seed"
+	fi
+	if grep -aqF "DataSourceNoCloudNet [seed=$seed]" "$con"; then
+		ok "$l: datasource NoCloudNet [seed=$seed]: $how"
+	else
+		not_ok "$l: datasource NoCloudNet [seed=$seed]: $how" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
+	fi
+	if [[ -n ${VOL_IID:-} ]]; then
+		expect_eq "$l: the guest's instance-id is KubeVirt's and the raw user data it stored (user-data.txt, sha256) the volume's" \
+			"iid=$VOL_IID ud=$(sha256sum <"$SC_UD" | cut -c1-64)" "$(line "$con" 'IMDS-CI boot=1 ' | cut -d' ' -f3-)"
 	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
@@ -768,13 +795,16 @@ timings() {
 	echo "# $l: guest's first request -> cloud-init final stage: ${B_REQ_FINAL}s"
 }
 
+# BOOT_EXTRA: qemu arguments for every boot of a scenario (KubeVirt's cidata
+# disk, scenario_binding's DISK=1); a boot again after an oops keeps them.
+BOOT_EXTRA=()
 boot_guest() { # <name> <console> [qemu args]
 	local name=$1 con=$2
 	shift 2
 	timestamp "$con" "$con.ts"
 	local netdev=""
 	[[ $POD_BINDING == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
-	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "$@" 2>"$work/boot.err"; then
+	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi
@@ -950,10 +980,22 @@ latency() {
 # started again as kubelet restarts it.  Adds a line to SUMMARY.
 SUMMARY=()
 scenario_binding() {
-	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=-
+	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=- out
 	POD_EXTRA=() VOL_IID=''
 	if [[ -n ${VOLUME:-} ]]; then
 		volume_source "$d" "$l" || return 1
+	fi
+	BOOT_EXTRA=()
+	if [[ ${DISK:-0} == 1 ]]; then
+		# KubeVirt's NoCloud disk of that volume, kept (no
+		# imds.kubevirt.io/cloud-init-disk: remove): the guest has the
+		# disk and the webhook's serial at every boot (issue 30 item 3).
+		if ! out=$(genisoimage -quiet -output "$work/$d/cidata.iso" -volid cidata -joliet -rock \
+			"$work/$d/iso/user-data" "$work/$d/iso/meta-data" 2>&1); then
+			not_ok "$l: KubeVirt's cidata ISO of the volume" "$out"
+			return 1
+		fi
+		BOOT_EXTRA=(-drive "file=$work/$d/cidata.iso,format=raw,if=virtio,readonly=on")
 	fi
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
@@ -994,7 +1036,7 @@ scenario_binding() {
 	SUMMARY+=("$l: boot 1 ${b1}s to cloud-init final (first request at ${req}s, -> final ${req_final}s), boot 2 ${b2}s; $B_LAT")
 	migrate_checks "$l" "$d"
 	vm_stop "$VM_PIDFILE" 2
-	POD_EXTRA=() VOL_IID=''
+	POD_EXTRA=() VOL_IID='' BOOT_EXTRA=()
 }
 
 # volume_source <dir> <label>: the guest's data from its VMI's own cloud-init
@@ -1479,27 +1521,47 @@ mig_results() {
 }
 
 # --- 8. continuity: from KubeVirt's cloud-init disk to the service ------------------------
+# inline_user_data <user-data> <out>: the suite's user data as an inline
+# volume can carry it: KubeVirt caps userDataBase64 at 2,048 decoded bytes
+# (vmi-create-admitter.go, docs/annotations.md "Bad input"), so without the
+# migration's and the polling guest's scripts (continuity neither migrates
+# nor restarts the sidecar) and without comment lines, gzipped: cloud-init
+# inflates gzip user data (user_data.py:383 at 22.4.2 and :381 at 25.1.4).
+inline_user_data() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import gzip, re, sys
+t = open(sys.argv[1]).read()
+for script, until in (("imds-e2e-poll", "  - path: /var/lib/cloud/scripts/per-boot/"), ("imds-e2e-migrate", "runcmd:")):
+    s = t.index("  - path: /usr/local/sbin/%s\n" % script)
+    t = t[:s] + t[t.index(until, s):]
+t = "".join(l for l in t.splitlines(True) if not re.match(r"\s*#(?!!|cloud-config)", l))
+open(sys.argv[2], "wb").write(gzip.compress(t.encode(), 9, mtime=0))
+PYEOF
+}
 # scenario_continuity: see the header.  KubeVirt's files come from
-# tests/lib/kvci.py nocloud-vmi (meta-data as json.Marshal writes it,
-# pkg/cloud-init/cloud-init.go:80-85, 591; user-data the Secret's bytes); the ISO
+# tests/lib/kvci.py nocloud-vmi --inline (meta-data as json.Marshal writes it,
+# pkg/cloud-init/cloud-init.go:80-85, 591; user-data the decoded
+# userDataBase64, network-config the networkData); the ISO
 # as KubeVirt makes it (xorrisofs -volid cidata -joliet -rock, cloud-init.go:421-433).
 CONT_UUID=5d307ca9-b3ef-428c-8861-06e72d69f223
-scenario_continuity() {
-	local d=continuity l="$BOOKWORM continuity (KubeVirt's NoCloud disk, then the service)"
-	local con1="$work/continuity/console1.log" con2="$work/continuity/console2.log" out
-	mkdir -p "$work/$d/secret-ud"
-	cp "$USER_DATA" "$work/$d/secret-ud/userdata"
-	if ! out=$("$PY" "$REPO/tests/lib/kvci.py" nocloud-vmi --admission-cli "$ADMISSION_CLI" --name "$VM_NAME" \
-		--namespace default --uuid "$CONT_UUID" --secret vm-userdata --user-data "$USER_DATA" \
-		--out "$work/$d" 2>&1) ||
+scenario_continuity() { # <dir> <guest's label>
+	local d=$1 l="$2 continuity (KubeVirt's NoCloud disk, then the service)"
+	local con1="$work/$1/console1.log" con2="$work/$1/console2.log" out
+	local ud="$work/$d/user-data.gz" ud_sha nd_sha
+	mkdir -p "$work/$d"
+	if ! out=$(inline_user_data "$USER_DATA" "$ud" 2>&1) ||
+		! out=$("$PY" "$REPO/tests/lib/kvci.py" nocloud-vmi --admission-cli "$ADMISSION_CLI" --name "$VM_NAME" \
+			--namespace default --uuid "$CONT_UUID" --inline --user-data "$ud" \
+			--network-data "$NETCFG_DHCP_FILE" --out "$work/$d" 2>&1) ||
 		! out=$(genisoimage -quiet -output "$work/$d/cidata.iso" -volid cidata -joliet -rock \
-			"$work/$d/iso/user-data" "$work/$d/iso/meta-data" 2>&1); then
-		not_ok "$l: the VMI through the webhook, KubeVirt's files and their cidata ISO" "$out"
+			"$work/$d/iso/user-data" "$work/$d/iso/meta-data" "$work/$d/iso/network-config" 2>&1); then
+		not_ok "$l: the VMI (inline cloudInitNoCloud) through the webhook, KubeVirt's files and their cidata ISO" "$out"
 		return 1
 	fi
-	ok "$l: the VMI's imds.kubevirt.io/cloud-init $(cat "$work/$d/cloud-init"); KubeVirt's meta-data $(cat "$work/$d/iso/meta-data")"
+	ud_sha=$(sha256sum <"$ud" | cut -c1-64) nd_sha=$(sha256sum <"$NETCFG_DHCP_FILE" | cut -c1-64)
+	ok "$l: the VMI's inline cloudInitNoCloud (userDataBase64: $(wc -c <"$ud") bytes of gzip, $(gzip -dc "$ud" | wc -c) inflated; networkData $(wc -c <"$NETCFG_DHCP_FILE") bytes) through the webhook: imds.kubevirt.io/cloud-init of $(wc -c <"$work/$d/cloud-init") bytes; KubeVirt's meta-data $(cat "$work/$d/iso/meta-data")"
 	POD_EXTRA=(--set-annotation "imds.kubevirt.io/cloud-init=@$work/$d/cloud-init"
-		--del-annotation imds.kubevirt.io/user-data --secret "vm-userdata=$work/$d/secret-ud")
+		--del-annotation imds.kubevirt.io/user-data)
 	if ! pod_up "$d" masquerade >"$work/pod_up.out" 2>&1; then
 		POD_EXTRA=()
 		not_ok "$l: masquerade launcher pod, imds-server run as injected" "$(cat "$work/pod_up.out")"
@@ -1511,6 +1573,17 @@ scenario_continuity() {
 	fi
 	POD_EXTRA=()
 	ok "$l: masquerade launcher pod, the sidecar configured from the VMI's cloud-init volume"
+	# What the sidecar serves is the volume's, byte for byte (the guest's
+	# cloud-init 22.4 fetches no network-config over HTTP: read_seeded's
+	# three files, DataSourceNoCloud.py:173 at 22.4.2).
+	local got_ud got_nd
+	if reference_start; then
+		got_ud=$(reference /v1/user-data | sha256sum | cut -c1-64)
+		got_nd=$(reference /v1/network-config | sha256sum | cut -c1-64)
+		reference_stop
+	fi
+	expect_eq "$l: the sidecar serves the volume's user-data and network-config byte for byte (sha256)" \
+		"$ud_sha $nd_sha" "${got_ud:-} ${got_nd:-}"
 	GUEST_ADDR=10.0.2.2/24
 	VM_OVERLAY="$work/$d/disk.qcow2" VM_SERIAL="kubevirt-imds-continuity" boot_guest "$l boot 1" "$con1" \
 		-drive "file=$work/$d/cidata.iso,format=raw,if=virtio,readonly=on" || return 1
@@ -1544,6 +1617,12 @@ scenario_continuity() {
 	else
 		not_ok "$l: SSH host keys unchanged from the disk's boot to the service's" "boot 1:" "$k1" "boot 2:" "$k2"
 	fi
+	# The guest's own record: cloud-init's instance-id and the raw user data it
+	# stored (user-data.txt, the bytes before gzip is inflated: stages.py:487-491,
+	# user_data.py:383 at 22.4.2), per boot.
+	expect_eq "$l: boot 1 (the ISO) and boot 2 (the service): instance-id and the raw user-data the guest stored (sha256) are the volume's" \
+		"iid=$CONT_UUID ud=$ud_sha | iid=$CONT_UUID ud=$ud_sha" \
+		"$(line "$con1" 'IMDS-CI boot=1 ' | cut -d' ' -f3-) | $(line "$con2" 'IMDS-CI boot=2 ' | cut -d' ' -f3-)"
 	expect_eq "$l: runcmd not run again on boot 2 (the same instance: $CONT_UUID)" 1 "$(cat "$con1" "$con2" | grep -ac 'IMDS-MARK runcmd')"
 	expect_eq "$l: hostname kept on boot 2" "hostname=$VM_NAME" "$(line "$con2" 'IMDS-REPORT-DONE boot=2' | awk '{print $3}')"
 	expect_eq "$l: cloud-init status done on boot 2" "done" "$(line "$con2" 'IMDS-STATUS boot=2 status:' | awk '{print $NF}')"
@@ -1553,20 +1632,22 @@ scenario_continuity() {
 
 L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
+	BOOT_EXTRA=()
 	case $s in
 	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_binding masquerade "$BOOKWORM masquerade" masquerade 1 ;;
 	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
-	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity ;;
-	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
-	trixie | bridge-trixie | passt | ipv6)
+	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity continuity "$BOOKWORM" ;;
+	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret DISK=1 scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
+	trixie | bridge-trixie | passt | ipv6 | continuity-trixie)
 		if [[ -z $TRIXIE_IMG ]]; then
 			not_ok "$s: the trixie guest image"
 			continue
 		fi
 		case $s in
 		trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_binding trixie "$TRIXIE masquerade" masquerade 1 ;;
-		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
+		continuity-trixie) GUEST_IMG=$TRIXIE_IMG scenario_continuity continuity-trixie "$TRIXIE" ;;
+		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VOLUME=nocloud-secret DISK=1 scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
 		passt)
 			# passt sandboxes itself in a user namespace it creates after dropping
 			# to UID 107 (isolate_user(), passt's isolation.c): a machine that

@@ -337,12 +337,29 @@ def compare(name, url, nocloud, md_ref):
 
 def nocloud_vmi(a):
     """A VMI with a cloudInitNoCloud volume whose user data is a Secret
-    (secretRef), through the webhook: writes OUT/cloud-init (the
-    imds.kubevirt.io/cloud-init text the webhook wrote) and OUT/iso/meta-data
-    and OUT/iso/user-data, the files KubeVirt's disk holds for it: meta-data
-    is json.Marshal of NoCloudMetadata (pkg/cloud-init/cloud-init.go:80-85,
-    591: compact, no final newline; no instance-type, no public-keys here),
-    user-data the Secret's bytes (cloud-init.go:318-327)."""
+    (secretRef), or with --inline its userDataBase64 (the file's bytes, any
+    bytes: KubeVirt writes them decoded, cloud-init.go:318-327), and with
+    --network-data an inline networkData, through the webhook: writes
+    OUT/cloud-init (the imds.kubevirt.io/cloud-init text the webhook wrote)
+    and OUT/iso/meta-data, OUT/iso/user-data (and OUT/iso/network-config),
+    the files KubeVirt's disk holds for it: meta-data is json.Marshal of
+    NoCloudMetadata (pkg/cloud-init/cloud-init.go:80-85, 591: compact, no
+    final newline; no instance-type, no public-keys here), user-data the
+    Secret's or the decoded bytes, network-config the networkData as given
+    (cloud-init.go:374-400, 421-433)."""
+    with open(a.user_data, "rb") as src:
+        ud = src.read()
+    if a.inline:
+        source = {"userDataBase64": base64.b64encode(ud).decode()}
+    elif a.secret:
+        source = {"secretRef": {"name": a.secret}}
+    else:
+        raise SystemExit("nocloud-vmi: --secret or --inline")
+    nd = None
+    if a.network_data:
+        with open(a.network_data) as f:
+            nd = f.read()
+        source["networkData"] = nd
     vmi = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
            "metadata": {"name": a.name, "namespace": a.namespace,
                         "annotations": {"imds.kubevirt.io/enabled": "true"}},
@@ -353,7 +370,7 @@ def nocloud_vmi(a):
                     "volumes": [{"name": "root", "containerDisk": {"image": "x"}},
                                 {"name": "cloudinitdisk",
                                  ("cloudInitConfigDrive" if a.config_drive else "cloudInitNoCloud"):
-                                     {"secretRef": {"name": a.secret}}}]}}
+                                     source}]}}
     resp = answer(a.admission_cli, review(vmi, "VirtualMachineInstance"))
     if not resp.get("allowed"):
         raise SystemExit("denied: %s" % resp.get("status"))
@@ -364,8 +381,11 @@ def nocloud_vmi(a):
     host = a.name.split(".")[0][:63]
     with open(os.path.join(a.out, "iso", "meta-data"), "w") as f:
         f.write(json.dumps({"instance-id": a.uuid, "local-hostname": host}, separators=(",", ":")))
-    with open(a.user_data, "rb") as src, open(os.path.join(a.out, "iso", "user-data"), "wb") as f:
-        f.write(src.read())
+    with open(os.path.join(a.out, "iso", "user-data"), "wb") as f:
+        f.write(ud)
+    if nd is not None:
+        with open(os.path.join(a.out, "iso", "network-config"), "w") as f:
+            f.write(nd)
     return 0
 
 
@@ -374,8 +394,11 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list")
     n = sub.add_parser("nocloud-vmi")
-    for k in ("--admission-cli", "--name", "--namespace", "--uuid", "--secret", "--user-data", "--out"):
+    for k in ("--admission-cli", "--name", "--namespace", "--uuid", "--user-data", "--out"):
         n.add_argument(k, required=True)
+    n.add_argument("--secret", help="the user data from this Secret (secretRef)")
+    n.add_argument("--inline", action="store_true", help="the user data inline (userDataBase64)")
+    n.add_argument("--network-data", help="a file: inline networkData")
     n.add_argument("--config-drive", action="store_true", help="a cloudInitConfigDrive volume instead")
     c = sub.add_parser("check")
     c.add_argument("name")
