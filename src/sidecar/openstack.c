@@ -355,6 +355,7 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 	blob_unref(os->net);
 	os->net = j;
 	os->net_gen = net->gen;
+	os->net_links = nl;
 	return 0;
 }
 
@@ -370,6 +371,19 @@ void os_network_data(struct call *c)
 	struct inst_net net = inst_net(os->inst);
 	if ((net.gen != os->net_gen || !os->net) && render_net(os, &net) < 0 && !os->net) {
 		http_res_error(c->res, 500, "internal", "out of memory");
+		return;
+	}
+	/* No link the guest's MAC matches: a network_data.json with none
+	 * makes cloud-init apply an empty network configuration (eth0 stays
+	 * down: seen in a Debian 12 guest under DataSourceOpenStackLocal).
+	 * KubeVirt's config drive has no network_data.json without
+	 * networkData, and cloud-init's reader takes a 404 as "none" with no
+	 * retry (helpers/openstack.py, optional file; should_retry_cb stops
+	 * at >= 400): it then configures the first NIC by DHCP. */
+	if (os->net_links == 0) {
+		http_res_error(c->res, 404, "not_found",
+			       "no network data: no interface of the VM is known by its own MAC "
+			       "(the pod network with masquerade or passt, no secondary network)");
 		return;
 	}
 	call_data(c, "application/json", os->net);

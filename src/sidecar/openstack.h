@@ -34,6 +34,7 @@ struct openstack {
 	struct blob *vendor_json;
 	struct blob *net;         /* network_data.json as rendered for net_gen */
 	uint64_t net_gen;
+	unsigned net_links;       /* its links: none is served as 404 */
 };
 
 /* Renders meta_data.json once.  0 or -ENOMEM. */

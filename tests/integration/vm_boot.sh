@@ -740,7 +740,7 @@ openstack_checks() {
 import json, sys
 got, iid, name, ud = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 want = {"uuid": iid, "hostname": name, "public_keys": ["ops"], "userdata_sha256": ud,
-        "networkdata": ["links", "networks", "services"]}
+        "networkdata": []}  # the suite's pods have no network-status: no network_data.json
 try:
     g = json.loads(got[got.find("{"):])  # the JSON line, after any log line of the reader's
 except ValueError:
