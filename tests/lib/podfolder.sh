@@ -30,12 +30,22 @@ chmod 0711 "$NET_TMP" "$PODS_DIR"
 AGENT_PID=
 SIDECAR_PID=
 PODFOLDER_PIDS=()
-if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then
+# The pods' cgroups (the agent reads pod<UID> in /proc/<pid>/cgroup): in the
+# unified hierarchy wherever it is mounted, else v1's pids one. With none
+# mounted (a chroot with a bare /sys: fresh-check's) a cgroup2 of our own,
+# unmounted at exit; PODFOLDER_CG_MOUNT=1 takes that path anyway.
+CG_MNT=
+if [[ ${PODFOLDER_CG_MOUNT:-0} != 1 && -e /sys/fs/cgroup/cgroup.controllers ]]; then
 	CG_ROOT=/sys/fs/cgroup/imds-test-$NS_TAG
-elif [[ -d /sys/fs/cgroup/unified ]]; then
+elif [[ ${PODFOLDER_CG_MOUNT:-0} != 1 && -e /sys/fs/cgroup/unified/cgroup.controllers ]]; then
 	CG_ROOT=/sys/fs/cgroup/unified/imds-test-$NS_TAG
-else
+elif [[ ${PODFOLDER_CG_MOUNT:-0} != 1 && -e /sys/fs/cgroup/pids/cgroup.procs ]]; then
 	CG_ROOT=/sys/fs/cgroup/pids/imds-test-$NS_TAG
+else
+	CG_MNT=$NET_TMP/cgroup
+	mkdir -p "$CG_MNT"
+	mount -t cgroup2 none "$CG_MNT" || echo "podfolder.sh: no cgroup hierarchy mounted and none could be (mount -t cgroup2)" >&2
+	CG_ROOT=$CG_MNT/imds-test-$NS_TAG
 fi
 export IMDS_NODE
 
@@ -46,6 +56,7 @@ podfolder_cleanup() {
 		# deepest first
 		while read -r d; do rmdir "$d" 2>/dev/null; done < <(find "$CG_ROOT" -depth -type d)
 	fi
+	[[ -z $CG_MNT ]] || umount "$CG_MNT" 2>/dev/null
 }
 trap 'podfolder_cleanup; netns_cleanup' EXIT
 
