@@ -82,10 +82,10 @@ suite() {
 	[[ $mode == masquerade ]] &&
 		check_resolves "$mode: a process of the pod (as passt's DNS forwarding) resolves at the node's $SVC" "$mode-pod" "$NS_POD"
 	expect_eq "$mode: the kernel's 'local $SVC' entry moved out of table local" 0 "$(local_entries)"
-	# ip(8) names the protocol from /etc/protocols (netbase), else its number:
+	# ip(8) names the protocol from /etc/protocols (netbase), else "ipproto-6":
 	# a minimal Debian root has no netbase (fresh-check's minbase)
 	expect_eq "$mode: ... into table 169254, behind 'to $SVC ipproto tcp dport 80'" "1 1" \
-		"$(in_pod ip -4 route show table 169254 | grep -c "^local $SVC dev veth-imds") $(in_pod ip -4 rule show | grep -cE "to $SVC ipproto (tcp|6) dport 80 lookup 169254")"
+		"$(in_pod ip -4 route show table 169254 | grep -c "^local $SVC dev veth-imds") $(in_pod ip -4 rule show | grep -cE "to $SVC ipproto (tcp|(ipproto-)?6) dport 80 lookup 169254")"
 	if r=$(pod_refused); then ok "$mode: a process of the pod is still refused port 80 at once ($r)"; else not_ok "$mode: a process of the pod is still refused port 80 at once" "$r"; fi
 	# A flap of veth-imds: the kernel writes table local's entry again.
 	in_pod ip link set veth-imds down
