@@ -74,7 +74,7 @@ idl=$(get "$NS_VM" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
 if [[ $id4 == *'"vmName":"netvm"'* && $id6 == "$id4" && $idl == "$id4" ]]; then
 	ok "dual-stack guest: /v1/identity the same on 169.254.169.254, [$G6] and [$L6%eth0]"
 else
-	not_ok "dual-stack guest: /v1/identity the same on all three" "v4: $id4" "global: $id6" "link-local: $idl"
+	not_ok "dual-stack guest: /v1/identity the same on all three" "v4: $id4" "global: $id6" "link-local: $idl" "$(imds_log_tail)"
 fi
 for p in /v1/meta-data /openstack/latest/meta_data.json /latest/meta-data/instance-id; do
 	a=$(get "$NS_VM" "http://169.254.169.254$p")
