@@ -23,6 +23,15 @@
 # sidecar sees the emptyDir mounted at /run/imds-node, here at its host path.
 # shellcheck shell=bash
 
+# The sidecar runs as UID 107 and reads its data below NET_TMP: a checkout
+# in root's home (/root is 0700) is out of its reach, so the folder moves
+# to TMPDIR then (netns.sh's cleanup removes whichever NET_TMP names).
+if ! setpriv --reuid=107 --regid=107 --clear-groups test -x "$NET_TMP" 2>/dev/null; then
+	rmdir "$NET_TMP" 2>/dev/null
+	NET_TMP=$(mktemp -d "${TMPDIR:-/tmp}/imds-net.XXXXXX")
+	# shellcheck disable=SC2034 # netns.sh's, read by the suites
+	IMDS_LOG=$NET_TMP/imds.log
+fi
 IMDS_NODE=${IMDS_NODE:-$(dirname "$IMDS_SERVER")/imds-node}
 PODS_DIR=$NET_TMP/pods
 mkdir -p "$PODS_DIR"
