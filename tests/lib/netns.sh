@@ -411,7 +411,7 @@ launcher_sriov() { :; }
 #   bridge-ll   bridge plus 169.254.0.0/16 dev eth0 (an old ZEROCONF route)
 #   udn         the UDN address /24 via its gateway (OVN's DHCP)
 #   linklocal   only 169.254.10.20/16 (or ADDR/16), no gateway
-#   masquerade6 IPv6 only: fd10:0:2::2/120 via fd10:0:2::1 (as KubeVirt's tests
+#   masquerade6 IPv6 only: fd10:0:2::2/120 (GUEST_ADDR6 another) via fd10:0:2::1 (as KubeVirt's tests
 #               configure it); dual: masquerade and masquerade6
 #   bridge6     IPv6 only, an address of its own on the pod network
 #               (fd00:10:244:1::77/128) via the node's fe80::ecee:eeff:feee:eeee
@@ -457,7 +457,7 @@ guest_attach() {
 			ip -n "$ns" addr add "${addr:-10.0.2.2}/24" dev "$eth"
 			ip -n "$ns" route add default via 10.0.2.1
 		fi
-		ip -n "$ns" -6 addr add fd10:0:2::2/120 dev "$eth" nodad
+		ip -n "$ns" -6 addr add "${GUEST_ADDR6:-fd10:0:2::2}/120" dev "$eth" nodad
 		ip -n "$ns" -6 route add default via fd10:0:2::1
 		;;
 	bridge6)
