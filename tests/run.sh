@@ -24,11 +24,16 @@ mkdir -p "$OUT"
 
 pass=0 fail=0 skipped=0
 failed_names=()
+failed_why=() # each failure's first diagnostic lines, for the summary: CI keeps only the tail
 
 # Counts the TAP lines of a suite's output and echoes them, prefixed.
 record() {
-	local suite=$1 log=$2 status=$3 line n_fail=0
+	local suite=$1 log=$2 status=$3 line n_fail=0 wi=-1 wn=0
 	while IFS= read -r line; do
+		case "$line" in
+		"#"*) ;;
+		*) wi=-1 ;;
+		esac
 		case "$line" in
 		"not ok "*"# SKIP"* | "ok "*"# SKIP"*)
 			# "ok N - <name> # SKIP <why>": both, as "<name>: <why>"
@@ -39,15 +44,21 @@ record() {
 		"not ok "*)
 			fail=$((fail + 1)); n_fail=$((n_fail + 1))
 			failed_names+=("$suite: ${line#not ok * - }")
+			wi=$((${#failed_names[@]} - 1)) wn=0
+			failed_why[wi]=
 			echo "  [FAIL] $suite: ${line#not ok * - }" ;;
 		"#"*)
-			((n_fail)) && echo "         $line" ;;
+			((n_fail)) && echo "         $line"
+			if ((wi >= 0 && wn++ < 12)); then
+				failed_why[wi]+="      ${line:0:200}"$'\n'
+			fi ;;
 		esac
 	done <"$log"
 	# A suite that died without saying why still counts as a failure.
 	if ((status != 0 && n_fail == 0)); then
 		fail=$((fail + 1))
 		failed_names+=("$suite: exited with status $status")
+		failed_why[${#failed_names[@]} - 1]=$(tail -n 8 "$log" | cut -c1-200 | sed 's/^/      /')$'\n'
 		echo "  [FAIL] $suite: exited with status $status; last lines:"
 		tail -n 15 "$log" | sed 's/^/         /'
 	fi
@@ -209,7 +220,9 @@ for s in "${STAGES[@]}"; do line+=" $s ${STAGE_S[$s]} s,"; done
 echo "$line total $SECONDS s"
 if ((fail)); then
 	echo "failed:"
-	printf '  %s\n' "${failed_names[@]}"
+	for i in "${!failed_names[@]}"; do
+		printf '  %s\n%s' "${failed_names[i]}" "${failed_why[i]:-}"
+	done
 fi
 summary="$pass passed, $fail failed"
 ((skipped)) && summary+=", $skipped skipped"
