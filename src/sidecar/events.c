@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lifecycle.h"
 
@@ -266,6 +267,22 @@ void ev_azure_events(struct call *c)
 	answer(c, "application/json", &b);
 }
 
+const char *ev_azure_zone(const char *zone, const char *region, char *out, size_t size)
+{
+	const char *n = zone;
+	size_t r = region ? strlen(region) : 0, d;
+
+	if (!zone || !size)
+		return "";
+	if (r && strncasecmp(zone, region, r) == 0 && zone[r] == '-')
+		n = zone + r + 1;
+	d = strspn(n, "0123456789");
+	if (d == 0 || n[d] != '\0' || d >= size || d > 9)
+		return "";
+	memcpy(out, n, d + 1);
+	return out;
+}
+
 void ev_azure_instance(struct call *c)
 {
 	struct instance *in = c->self;
@@ -276,7 +293,8 @@ void ev_azure_instance(struct call *c)
 	call_json_field(&b, "name", in->hostname, 0);
 	call_json_field(&b, "vmId", in->iid, 1);
 	call_json_field(&b, "location", in->cfg->region ? in->cfg->region : "", 1);
-	call_json_field(&b, "zone", in->cfg->zone ? in->cfg->zone : "", 1);
+	char zone[16];
+	call_json_field(&b, "zone", ev_azure_zone(in->cfg->zone, in->cfg->region, zone, sizeof(zone)), 1);
 	call_json_field(&b, "resourceGroupName", in->cfg->ns, 1);
 	call_json_field(&b, "vmSize", in->instance_type, 1);
 	sbuf_puts(&b, "}}\n");

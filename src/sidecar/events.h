@@ -29,6 +29,12 @@ void ev_gce_not_found(struct call *c);
  * path, a 400 naming it. */
 void ev_azure_events(struct call *c);       /* GET and POST */
 void ev_azure_instance(struct call *c);
+/* Azure's compute.zone for the pod's zone label: the zone's number, as
+ * Azure's own ("1".."3"; cloud-provider-azure reads it with strconv.Atoi,
+ * "" meaning no zone: pkg/provider/azure_zones.go GetZone), from AKS's label
+ * form <region>-<n> (makeZone there) or a bare number; any other label ""
+ * (not served as a number it is not).  Into out (size bytes); returns out or "". */
+const char *ev_azure_zone(const char *zone, const char *region, char *out, size_t size);
 
 /* The body of an acknowledgement, {"StartRequests":[{"EventId":"<id>"}...]}
  * (spans into the body).  0, or -1 with the reason in err. */

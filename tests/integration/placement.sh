@@ -9,6 +9,8 @@
 # document, OpenStack's availability_zone, GCE's zone and Azure's
 # location/zone carry them; with none, the paths are absent (404, no key),
 # never an invented value (Azure's are "", as Azure's own for no zone).
+# Azure's compute.zone is the zone's number: from AKS's <region>-<n> labels,
+# "" for another form.
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 source "$(dirname "$0")/../lib/tap.sh"
@@ -84,8 +86,17 @@ code "$SRV_URL/openstack/latest/meta_data.json" >/dev/null
 expect_eq "OpenStack meta_data.json availability_zone" eu-west-1b "$(jget "$BODY" 'd.get("availability_zone")')"
 is "GCE instance/zone" 200 projects/default/zones/eu-west-1b /computeMetadata/v1/instance/zone "${GOOGLE[@]}"
 code "$SRV_URL/metadata/instance?api-version=2021-02-01" "${AZURE[@]}" >/dev/null
-expect_eq "Azure compute.location, compute.zone" "eu-west-1 eu-west-1b" \
-	"$(jget "$BODY" 'd["compute"]["location"] + " " + d["compute"]["zone"]')"
+expect_eq "Azure compute.location, compute.zone: \"\" (no Azure zone number in eu-west-1b)" "eu-west-1|" \
+	"$(jget "$BODY" 'd["compute"]["location"] + "|" + d["compute"]["zone"]')"
+server_stop
+
+echo "# AKS's labels: zone eastus-2, region eastus (cloud-provider-azure's makeZone)"
+pod_env "$TEST_TMP/aks" topology.kubernetes.io/zone=eastus-2 topology.kubernetes.io/region=eastus || exit 1
+server_start IMDS_RATE_LIMIT=0 "${PENV[@]}" || exit 1
+code "$SRV_URL/metadata/instance?api-version=2021-02-01" "${AZURE[@]}" >/dev/null
+expect_eq "Azure compute.location, compute.zone: the zone's number, as Azure's own" "eastus|2" \
+	"$(jget "$BODY" 'd["compute"]["location"] + "|" + d["compute"]["zone"]')"
+is "EC2 placement/availability-zone keeps the label" 200 eastus-2 /latest/meta-data/placement/availability-zone
 server_stop
 
 echo "# unlabelled pod (no PodTopologyLabels, or a node without the labels)"

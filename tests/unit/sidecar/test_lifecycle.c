@@ -623,6 +623,37 @@ static void test_azure_rules(void **state)
 			       "\"zone\":\"\",\"resourceGroupName\":\"default\",\"vmSize\":\"kubevirt\"}}\n");
 }
 
+/* Azure's compute.zone is the zone's number: AKS labels <region>-<n>. */
+static void test_azure_zone_table(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *zone, *region, *want;
+	} cases[] = {
+		{"eastus-2", "eastus", "2"},  /* AKS: makeZone(location, id) */
+		{"EastUS-1", "eastus", "1"},  /* lower-cased by Azure's provider */
+		{"3", "westeurope", "3"},     /* a bare number */
+		{"3", NULL, "3"},
+		{"eu-west-1b", "eu-west-1", ""}, /* AWS's form: no Azure number */
+		{"eastus-2", NULL, ""},       /* no region to strip */
+		{"eastus-2", "westus", ""},
+		{"eastus-", "eastus", ""},
+		{"eastus-2a", "eastus", ""},
+		{"eastus-12345678901", "eastus", ""}, /* longer than a zone number */
+		{"", "eastus", ""},
+		{NULL, "eastus", ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[16] = "x";
+		const char *got = ev_azure_zone(cases[i].zone, cases[i].region, out, sizeof(out));
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("zone %s region %s: %s, want %s", cases[i].zone ? cases[i].zone : "(null)",
+				 cases[i].region ? cases[i].region : "(null)", got, cases[i].want);
+	}
+	char small[2];
+	assert_string_equal(ev_azure_zone("12", NULL, small, sizeof(small)), "");
+}
+
 /* With IMDS_SESSION=required the EC2 events need a session as the rest of
  * its tree; GCE's and Azure's do not know sessions. */
 static void test_sessions(void **state)
@@ -642,6 +673,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_derive_table),
+		cmocka_unit_test(test_azure_zone_table),
 		cmocka_unit_test(test_dates),
 		cmocka_unit_test(test_ack_parse_table),
 		cmocka_unit_test_setup_teardown(test_none_migrate_none, setup, teardown),
