@@ -5,7 +5,6 @@
 
 #include <json-c/json.h>
 
-#include "admission.h"
 #include "annotations.h"
 #include "jbuild.h"
 #include "patch.h"
@@ -36,8 +35,8 @@ const char *disc_serial(struct review *a, uint32_t obj, int vm)
 	/* ann_check_data refused any other value before. */
 	int net = str_is(disc_ann(a, obj, vm, ANN_SERIAL_FORM), "nocloud-net");
 	if (str_is(disc_ann(a, obj, vm, ANN_IP_FAMILY), "IPv6"))
-		return net ? ADMISSION_SERIAL6_NET : ADMISSION_SERIAL6;
-	return net ? ADMISSION_SERIAL_NET : ADMISSION_SERIAL;
+		return net ? DISC_SERIAL6_NET : DISC_SERIAL6;
+	return net ? DISC_SERIAL_NET : DISC_SERIAL;
 }
 
 void disc_chassis(struct review *a, uint32_t obj, int vm)
@@ -59,7 +58,7 @@ void disc_chassis(struct review *a, uint32_t obj, int vm)
 		if (next == JV_NONE) {
 			/* The missing parents in one add: {"chassis":{"manufacturer":..}} */
 			struct json_object *v =
-				jb_obj("manufacturer", jb_str(ADMISSION_CHASSIS_VENDOR), JB_END);
+				jb_obj("manufacturer", jb_str(DISC_CHASSIS_VENDOR), JB_END);
 			for (size_t k = depth - 1; k > i; k--)
 				v = jb_obj(path[k], v, JB_END);
 			rv_add(a, ptr, v);
@@ -74,7 +73,7 @@ void disc_chassis(struct review *a, uint32_t obj, int vm)
 		return;
 	sbuf_puts(&pb, "/manufacturer");
 	if (m.p)
-		rv_replace(a, ptr, jb_str(ADMISSION_CHASSIS_VENDOR));
+		rv_replace(a, ptr, jb_str(DISC_CHASSIS_VENDOR));
 	else
-		rv_add(a, ptr, jb_str(ADMISSION_CHASSIS_VENDOR));
+		rv_add(a, ptr, jb_str(DISC_CHASSIS_VENDOR));
 }

@@ -2,8 +2,8 @@
  * VirtualMachine or VirtualMachineInstance (serial.c calls it).
  *
  * The serial's form (imds.kubevirt.io/serial-form): "nocloud", the default
- * (ADMISSION_SERIAL: cloud-init reads it, and 22.4 needs its dsmode=net),
- * or "nocloud-net" (ADMISSION_SERIAL_NET) for Talos, whose nocloud platform
+ * (DISC_SERIAL: cloud-init reads it, and 22.4 needs its dsmode=net),
+ * or "nocloud-net" (DISC_SERIAL_NET) for Talos, whose nocloud platform
  * reads the HTTP seed only when the serial says ds=nocloud-net; cloud-init
  * 22.4 takes that form too (dsmode net implied), 25.1 takes it with a
  * deprecation warning ("degraded done").
@@ -18,7 +18,7 @@
  * is best served by the IPv4 seed every guest agent reads.
  *
  * The chassis (imds.kubevirt.io/dmi-chassis: "true"): the SMBIOS chassis
- * manufacturer ADMISSION_CHASSIS_VENDOR, when the VM sets none, so the
+ * manufacturer DISC_CHASSIS_VENDOR, when the VM sets none, so the
  * guest's DMI modalias carries cvnkubevirt-imds for a hardware-database
  * entry of systemd-imdsd (docs/sidecar.md) to match. */
 #ifndef IMDS_WH_DISCOVERY_H
@@ -29,6 +29,16 @@
 #include "str.h"
 
 struct review;
+
+/* The serials, by form and family (above). */
+#define DISC_SERIAL "ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net"
+/* imds.kubevirt.io/serial-form: nocloud-net (Talos) */
+#define DISC_SERIAL_NET "ds=nocloud-net;s=http://169.254.169.254/v1/"
+/* imds.kubevirt.io/ip-family: IPv6 (an IPv6-only VM) */
+#define DISC_SERIAL6 "ds=nocloud;s=http://[fd00:ec2::254]/v1/;dsmode=net"
+#define DISC_SERIAL6_NET "ds=nocloud-net;s=http://[fd00:ec2::254]/v1/"
+/* imds.kubevirt.io/dmi-chassis: the chassis manufacturer */
+#define DISC_CHASSIS_VENDOR "kubevirt-imds"
 
 /* An annotation of the object: for a VM its template's, else its own
  * (the VM's own are read for the serial too); for a VMI its own. */

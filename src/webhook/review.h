@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "admission.h"
+#include "admission_types.h"
 #include "jview.h"
 #include "str.h"
 

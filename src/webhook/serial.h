@@ -1,5 +1,5 @@
 /* serial: VirtualMachines (CREATE, UPDATE) and VirtualMachineInstances
- * (CREATE) that opted in get the NoCloud DMI serial (ADMISSION_SERIAL) in
+ * (CREATE) that opted in get the NoCloud DMI serial (DISC_SERIAL, discovery.h) in
  * spec[.template.spec].domain.firmware.serial: set when absent or empty,
  * appended after the user's own serial otherwise (cloud-init takes the last
  * ds= token), left alone when it already names nocloud. */

@@ -19,11 +19,12 @@
 #include <json-c/json.h>
 
 #include "admission.h"
+#include "discovery.h"
 #include "ifaces.h"
 #include "patch.h"
 #include "sbuf.h"
 
-#define SERIAL ADMISSION_SERIAL
+#define SERIAL DISC_SERIAL
 #define IMAGE "registry.example/imds-server:v1"
 
 /* One for the whole run, reused review after review as the webhook does. */
