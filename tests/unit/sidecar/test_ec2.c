@@ -1,0 +1,206 @@
+/* ec2: the EC2 tree (meta-data, user-data, dynamic, its listings) and
+ * IMDSv2's sessions on it, through the handler (handler.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handler.h"
+
+static void test_ec2_tree(void **state)
+{
+	struct fx *f = *state;
+	ec2_keys(f);
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "ns"), 1);
+	setenv("IMDS_AVAILABILITY_ZONE", "zone-a", 1);
+	setenv("IMDS_REGION", "region-1", 1);
+	struct imds_app *a = start(f);
+	get_is(a, "/", 200, "1.0\n2009-04-04\n2016-09-02\n2018-09-24\n2021-03-23\nlatest");
+	/* no user-data: not listed, 404 as EC2 */
+	get_is(a, "/latest", 200, "dynamic\nmeta-data");
+	get_is(a, "/latest/user-data", 404, NULL);
+	static const char root[] = "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname\nlocal-ipv4\n"
+				   "placement/\npublic-keys/";
+	static const char *const roots[] = {"/latest/meta-data", "/latest/meta-data/",
+					    "/2009-04-04/meta-data/", "/1.0/meta-data/",
+					    "/2021-03-23/meta-data"};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		get_is(a, roots[i], 200, root);
+	get_is(a, "/latest/meta-data/hostname", 200, "vm1");
+	get_is(a, "/latest/meta-data/local-hostname", 200, "vm1");
+	get_is(a, "/latest/meta-data/instance-id", 200, "default-vm1");
+	get_is(a, "/latest/meta-data/instance-type", 200, "kubevirt");
+	get_is(a, "/latest/meta-data/local-ipv4", 200, "10.244.1.5");
+	get_is(a, "/latest/meta-data/placement", 200, "availability-zone\nregion");
+	get_is(a, "/latest/meta-data/placement/availability-zone", 200, "zone-a");
+	/* botocore asks for the leaf with a trailing slash */
+	get_is(a, "/latest/meta-data/placement/availability-zone/", 200, "zone-a");
+	get_is(a, "/latest/meta-data/placement/region", 200, "region-1");
+	get_is(a, "/latest/meta-data/public-keys", 200, "0=alice-1\n1=alice-2\n2=bob");
+	get_is(a, "/latest/meta-data/public-keys/", 200, "0=alice-1\n1=alice-2\n2=bob");
+	get_is(a, "/latest/meta-data/public-keys/1", 200, "openssh-key");
+	get_is(a, "/latest/meta-data/public-keys/1/", 200, "openssh-key");
+	get_is(a, "/latest/meta-data/public-keys/0/openssh-key", 200, "ssh-ed25519 " ED " a@x");
+	get_is(a, "/latest/meta-data/public-keys/2/openssh-key", 200, "ssh-rsa " RSA " b@z");
+	static const char *const missing[] = {
+		"/latest/meta-data/public-keys/3", "/latest/meta-data/public-keys/01",
+		"/latest/meta-data/public-keys/-1", "/latest/meta-data/public-keys/1/x",
+		"/latest/meta-data/public-keys/1/openssh-keyx", "/latest/meta-data/public-keys/1000",
+		"/latest/meta-data/placement/x", "/latest/meta-data/ami-id", "/latest/meta-data/hostnamex",
+		"/latest/meta-data/hostname/x", "/latest/dynamic/instance-identity/x",
+		"/latest/dynamic/x", "/2009-04-04x/meta-data/", "/99/meta-data/",
+	};
+	for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+		struct resp r;
+		call(a, "GET", missing[i], 0, NULL, &r);
+		expect_error(missing[i], &r, 404, "not_found");
+		resp_free(&r);
+	}
+	get_is(a, "/latest/dynamic", 200, "instance-identity/");
+	get_is(a, "/latest/dynamic/", 200, "instance-identity/");
+	get_is(a, "/latest/dynamic/instance-identity", 200, "document");
+	get_is(a, "/latest/dynamic/instance-identity/", 200, "document");
+	struct resp r;
+	call(a, "GET", "/latest/dynamic/instance-identity/document", 0, NULL, &r);
+	EXPECT_STATUS("document", &r, 200);
+	if (!json_object_ok(&r) || !strstr(r.body, "\"availabilityZone\":\"zone-a\",\"instanceId\":"
+					       "\"default-vm1\",\"instanceType\":\"kubevirt\","
+					       "\"privateIp\":\"10.244.1.5\",\"region\":\"region-1\","
+					       "\"version\":\"2017-09-30\"}\n"))
+		fail_msg("document: %s", r.body);
+	if (!strstr(r.extra, "ETag: \""))
+		fail_msg("document: no ETag in %s", r.extra);
+	resp_free(&r);
+	/* HEAD: the same answer */
+	call(a, "HEAD", "/latest/meta-data/instance-id", 0, NULL, &r);
+	EXPECT_STATUS("HEAD instance-id", &r, 200);
+	resp_free(&r);
+
+	/* user-data appears: listed and served byte-exact */
+	put_str(in_dir(f, "ud"), "#!/bin/sh\necho hi\n");
+	setenv("IMDS_USER_DATA_FILE", in_dir(f, "ud"), 1);
+	setenv("IMDS_INSTANCE_TYPE", "u1.small", 1);
+	unsetenv("IMDS_AVAILABILITY_ZONE");
+	a = start(f);
+	get_is(a, "/latest/", 200, "dynamic\nmeta-data\nuser-data");
+	get_is(a, "/latest/user-data", 200, "#!/bin/sh\necho hi\n");
+	get_is(a, "/latest/meta-data/instance-type", 200, "u1.small");
+	get_is(a, "/latest/meta-data/placement/", 200, "region");
+	get_is(a, "/latest/meta-data/placement/availability-zone", 404, NULL);
+	call(a, "GET", "/latest/dynamic/instance-identity/document", 0, NULL, &r);
+	if (!strstr(r.body, "\"availabilityZone\":null,"))
+		fail_msg("document without a zone: %s", r.body);
+	resp_free(&r);
+	/* The network-status changes (Multus rewrites it): local-ipv4 follows;
+	 * a document that is not one leaves no address, and the name goes. */
+	put_str(in_dir(f, "ns"), "[{\"interface\":\"eth0\",\"ips\":[\"10.1.2.3\"],\"default\":true}]");
+	get_is(a, "/latest/meta-data/local-ipv4", 200, "10.1.2.3");
+	put_str(in_dir(f, "ns"), "[{\"interface\":\"eth0\",\"ips\":[\"10.1.2.300\"],\"default\":true}]");
+	get_is(a, "/latest/meta-data/local-ipv4", 404, NULL);
+	get_is(a, "/latest/meta-data/", 200,
+	       "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname\nplacement/\npublic-keys/");
+}
+
+static void test_ec2_sessions(void **state)
+{
+	struct fx *f = *state;
+	put_str(f->token, "tok-1");
+	struct imds_app *a = start(f);
+	struct resp r;
+	static const char *const ttl[] = {"X-aws-ec2-metadata-token-ttl-seconds", "21600", NULL};
+	call(a, "PUT", "/latest/api/token", 1000, ttl, &r);
+	EXPECT_STATUS("PUT /latest/api/token", &r, 200);
+	assert_int_equal(r.len, SESSION_TOKEN_LEN);
+	EXPECT_HEADER("PUT /latest/api/token", &r, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
+	char tok[SESSION_TOKEN_LEN + 1];
+	memcpy(tok, r.body, sizeof(tok));
+	resp_free(&r);
+	/* each route takes its own TTL header */
+	static const char *const v1ttl[] = {"X-Metadata-Token-TTL-Seconds", "60", NULL};
+	call(a, "PUT", "/latest/api/token", 1000, v1ttl, &r);
+	expect_error("EC2 token with our TTL header", &r, 400, "bad_ttl");
+	if (!strstr(r.body, "X-aws-ec2-metadata-token-ttl-seconds"))
+		fail_msg("bad_ttl message names the header: %s", r.body);
+	resp_free(&r);
+	call(a, "PUT", "/v1/session", 1000, ttl, &r);
+	expect_error("our session with EC2's TTL header", &r, 400, "bad_ttl");
+	resp_free(&r);
+	static const char *const badttl[] = {"X-aws-ec2-metadata-token-ttl-seconds", "21601", NULL};
+	call(a, "PUT", "/latest/api/token", 1000, badttl, &r);
+	expect_error("TTL past 6 h", &r, 400, "bad_ttl");
+	resp_free(&r);
+	static const char *const fwd[] = {"X-aws-ec2-metadata-token-ttl-seconds", "60",
+					  "X-Forwarded-For", "10.0.0.1", NULL};
+	call(a, "PUT", "/latest/api/token", 1000, fwd, &r);
+	expect_error("EC2 token through a proxy", &r, 403, "forbidden");
+	resp_free(&r);
+	call(a, "GET", "/latest/api/token", 1000, NULL, &r);
+	expect_error("GET of the token path", &r, 405, "method_not_allowed");
+	EXPECT_HEADER("GET of the token path", &r, "Allow: PUT");
+	resp_free(&r);
+	/* either header carries it, on any path */
+	const char *h1[] = {"X-aws-ec2-metadata-token", tok, "Metadata", "true", NULL};
+	call(a, "GET", "/v1/token", 2000, h1, &r);
+	EXPECT_STATUS("/v1/token with the EC2 header", &r, 200);
+	resp_free(&r);
+	const char *h2[] = {"X-Metadata-Token", tok, NULL};
+	call(a, "GET", "/latest/meta-data/instance-id", 2000, h2, &r);
+	EXPECT_STATUS("EC2 path with our header", &r, 200);
+	resp_free(&r);
+	/* a bad one in either header is 401, even beside a good one */
+	const char *h3[] = {"X-Metadata-Token", tok, "X-aws-ec2-metadata-token", "x", NULL};
+	call(a, "GET", "/latest/meta-data/instance-id", 2000, h3, &r);
+	expect_error("good and bad token", &r, 401, "invalid_token");
+	resp_free(&r);
+	const char *h4[] = {"X-aws-ec2-metadata-token", tok, "X-aws-ec2-metadata-token", tok, NULL};
+	call(a, "GET", "/latest/meta-data/instance-id", 2000, h4, &r);
+	expect_error("the EC2 header twice", &r, 401, "invalid_token");
+	resp_free(&r);
+	/* expired after its TTL */
+	call(a, "GET", "/latest/meta-data/instance-id", 1000 + 21600ull * 1000000u, h2, &r);
+	expect_error("expired EC2 token", &r, 401, "invalid_token");
+	resp_free(&r);
+
+	/* required: every EC2 read needs one; NoCloud and OpenStack do not */
+	setenv("IMDS_SESSION", "required", 1);
+	a = start(f);
+	static const char *const gated[] = {"/", "/latest", "/latest/meta-data/",
+					    "/latest/meta-data/instance-id", "/latest/user-data",
+					    "/latest/dynamic/instance-identity/document"};
+	for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
+		call(a, "GET", gated[i], 1000, NULL, &r);
+		expect_error(gated[i], &r, 401, "session_required");
+		resp_free(&r);
+	}
+	get_is(a, "/v1/meta-data", 200, NULL);
+	get_is(a, "/openstack/latest/meta_data.json", 200, NULL);
+	call(a, "PUT", "/latest/api/token", 1000, ttl, &r);
+	memcpy(tok, r.body, sizeof(tok));
+	resp_free(&r);
+	const char *h5[] = {"X-aws-ec2-metadata-token", tok, NULL};
+	call(a, "GET", "/latest/meta-data/instance-id", 2000, h5, &r);
+	EXPECT_STATUS("required, with a token", &r, 200);
+	EXPECT_BODY("required, with a token", &r, "default-vm1");
+	resp_free(&r);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_ec2_tree),
+		T(test_ec2_sessions),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

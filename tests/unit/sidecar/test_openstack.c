@@ -1,0 +1,357 @@
+/* openstack: the OpenStack layout (meta_data.json, user_data,
+ * network_data.json, its tree and versions) and its password service,
+ * through the handler (handler.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handler.h"
+
+static void test_password(void **state)
+{
+	struct fx *f = *state;
+	char st[512];
+	snprintf(st, sizeof(st), "%s", in_dir(f, "state"));
+	assert_int_equal(mkdir(st, 0700), 0);
+	setenv("IMDS_STATE_DIR", st, 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	static const char *const paths[] = {"/openstack/latest/password",
+					    "/openstack/2013-04-04/password",
+					    "/openstack/2018-08-27/password"};
+	for (size_t i = 0; i < 3; i++) {
+		call(a, "GET", paths[i], 0, NULL, &r);
+		EXPECT_STATUS(paths[i], &r, 200);
+		EXPECT_BODY(paths[i], &r, "");
+		EXPECT_HEADER(paths[i], &r, "Cache-Control: no-store");
+		resp_free(&r);
+	}
+	/* Not in versions before 2013-04-04; no other method. */
+	call(a, "GET", "/openstack/2012-08-10/password", 0, NULL, &r);
+	expect_error("GET 2012-08-10 password", &r, 404, "not_found");
+	resp_free(&r);
+	post_password(a, "/openstack/2012-08-10/password", "x", 1, &r);
+	expect_error("POST 2012-08-10 password", &r, 405, "method_not_allowed");
+	resp_free(&r);
+	call(a, "PUT", "/openstack/latest/password", 0, NULL, &r);
+	expect_error("PUT password", &r, 405, "method_not_allowed");
+	EXPECT_HEADER("PUT password", &r, "Allow: GET, HEAD, POST");
+	resp_free(&r);
+
+	char big[PASSWORD_MAX + 1];
+	memset(big, 'A', sizeof(big));
+	post_password(a, paths[0], big, sizeof(big), &r);
+	expect_error("1025 bytes", &r, 400, "password_too_long");
+	resp_free(&r);
+	post_password(a, paths[0], "", 0, &r);
+	expect_error("empty", &r, 400, "password_empty");
+	resp_free(&r);
+	post_password(a, paths[0], "a\nb", 3, &r);
+	expect_error("newline", &r, 400, "password_not_text");
+	resp_free(&r);
+	static const char *const fwd[] = {"X-Forwarded-For", "10.0.0.1", NULL};
+	next_body = (struct http_span){"abc", 3};
+	call(a, "POST", paths[0], 0, fwd, &r);
+	expect_error("forwarded", &r, 403, "forbidden");
+	resp_free(&r);
+
+	post_password(a, paths[1], big, PASSWORD_MAX, &r);
+	EXPECT_STATUS("1024 bytes stored", &r, 200);
+	resp_free(&r);
+	post_password(a, paths[0], "other", 5, &r);
+	expect_error("a second POST", &r, 409, "password_exists");
+	resp_free(&r);
+	call(a, "GET", paths[0], 0, NULL, &r);
+	EXPECT_STATUS("GET stored", &r, 200);
+	assert_int_equal(r.len, PASSWORD_MAX);
+	assert_memory_equal(r.body, big, PASSWORD_MAX);
+	resp_free(&r);
+
+	/* A restarted sidecar has it, from the state folder (one file, 0600). */
+	struct stat sb;
+	assert_int_equal(stat(in_dir(f, "state/password"), &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(sb.st_size, PASSWORD_MAX);
+	assert_int_not_equal(stat(in_dir(f, "state/password.tmp"), &sb), 0);
+	a = start(f);
+	call(a, "GET", paths[2], 0, NULL, &r);
+	assert_int_equal(r.len, PASSWORD_MAX);
+	resp_free(&r);
+	post_password(a, paths[0], "other", 5, &r);
+	expect_error("POST after a restart", &r, 409, "password_exists");
+	resp_free(&r);
+
+	/* A state folder that cannot be written: 500, nothing stored, retry works. */
+	setenv("IMDS_STATE_DIR", in_dir(f, "ro"), 1);
+	assert_int_equal(mkdir(in_dir(f, "ro"), 0500), 0);
+	a = start(f);
+	if (geteuid() != 0) { /* root writes anyway */
+		post_password(a, paths[0], "abc", 3, &r);
+		expect_error("read-only state", &r, 500, "password_not_stored");
+		resp_free(&r);
+	}
+	/* Not a folder: the sidecar does not start. */
+	setenv("IMDS_STATE_DIR", in_dir(f, "state/password"), 1);
+	char err[256];
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), 0);
+	imds_app_free(f->app);
+	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
+	assert_null(f->app);
+	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
+	setenv("IMDS_STATE_DIR", "relative", 1);
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
+}
+
+/* ---- OpenStack layout --------------------------------------------------------------------- */
+
+static void test_openstack(void **state)
+{
+	struct fx *f = *state;
+	struct imds_app *a = start(f);
+	struct resp r;
+	static const char *const roots[] = {"/openstack", "/openstack/"};
+	for (size_t i = 0; i < 2; i++) {
+		call(a, "GET", roots[i], 0, NULL, &r);
+		EXPECT_STATUS(roots[i], &r, 200);
+		if (!strstr(r.body, "latest\n") || !strstr(r.body, "2012-08-10\n") ||
+		    !strstr(r.body, "2018-08-27\n"))
+			fail_msg("%s: versions list \"%s\"", roots[i], r.body);
+		resp_free(&r);
+	}
+	static const char *const lists[] = {"/openstack/latest", "/openstack/latest/",
+					    "/openstack/2018-08-27/", "/openstack/2012-08-10"};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		call(a, "GET", lists[i], 0, NULL, &r);
+		EXPECT_STATUS(lists[i], &r, 200);
+		static const char *const files[] = {"meta_data.json\n", "user_data\n",
+						    "vendor_data.json\n", "network_data.json\n"};
+		for (size_t k = 0; k < 4; k++)
+			if (!strstr(r.body, files[k]))
+				fail_msg("%s: no %s in \"%s\"", lists[i], files[k], r.body);
+		resp_free(&r);
+	}
+
+	static const char *const metas[] = {"/openstack/latest/meta_data.json",
+					    "/openstack/2012-08-10/meta_data.json",
+					    "/openstack/2017-02-22/meta_data.json"};
+	for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
+		call(a, "GET", metas[i], 0, NULL, &r);
+		EXPECT_STATUS(metas[i], &r, 200);
+		EXPECT_CTYPE(metas[i], &r, "application/json");
+		if (!json_object_ok(&r))
+			fail_msg("%s: not JSON: %s", metas[i], r.body);
+		static const char *const kv[][2] = {{"uuid", "default-vm1"},
+						    {"name", "vm1"},
+						    {"hostname", "vm1"},
+						    {"project_id", "default"}};
+		for (size_t k = 0; k < 4; k++) {
+			const char *v = json_str(&r, kv[k][0]);
+			if (!v || strcmp(v, kv[k][1]) != 0)
+				fail_msg("%s: %s = %s, want %s", metas[i], kv[k][0], v ? v : "(none)",
+					 kv[k][1]);
+		}
+		resp_free(&r);
+	}
+	/* no interface known by the guest's own MAC: no document, a JSON reason */
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	EXPECT_STATUS("network_data.json", &r, 404);
+	if (!json_object_ok(&r) || !strstr(r.body, "\"not_found\""))
+		fail_msg("network_data.json: %s", r.body);
+	resp_free(&r);
+	call(a, "GET", "/openstack/latest/vendor_data.json", 0, NULL, &r);
+	EXPECT_STATUS("empty vendor_data.json", &r, 200);
+	if (!json_object_ok(&r))
+		fail_msg("empty vendor_data.json: %s", r.body);
+	if (strstr(r.body, "cloud-init"))
+		fail_msg("empty vendor_data.json has a cloud-init key: %s", r.body);
+	resp_free(&r);
+
+	/* An instance id that needs escaping; vendor-data wrapped for
+	 * cloud-init's OpenStack datasource. */
+	static const char vendor[] = "#cloud-config\nruncmd: [\"echo \\\"hi\\\"\"]\n\ttab\x01";
+	char vpath[512];
+	snprintf(vpath, sizeof(vpath), "%s", in_dir(f, "vendor"));
+	put_str(vpath, vendor);
+	setenv("IMDS_VENDOR_DATA_FILE", vpath, 1);
+	setenv("IMDS_INSTANCE_ID", "i-\"1\"\\", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!json_object_ok(&r))
+		fail_msg("escaped meta_data.json: not JSON: %s", r.body);
+	const char *uuid = json_str(&r, "uuid");
+	if (!uuid || strcmp(uuid, "i-\"1\"\\") != 0)
+		fail_msg("escaped meta_data.json: uuid %s", uuid ? uuid : "(none)");
+	resp_free(&r);
+	call(a, "HEAD", "/openstack/latest/vendor_data.json", 0, NULL, &r);
+	EXPECT_STATUS("HEAD vendor_data.json", &r, 200);
+	resp_free(&r);
+	call(a, "GET", "/openstack/latest/vendor_data.json", 0, NULL, &r);
+	EXPECT_STATUS("vendor_data.json", &r, 200);
+	EXPECT_CTYPE("vendor_data.json", &r, "application/json");
+	if (!json_object_ok(&r))
+		fail_msg("vendor_data.json: not JSON: %s", r.body);
+	const char *ci = json_str(&r, "cloud-init");
+	if (!ci || strcmp(ci, vendor) != 0)
+		fail_msg("vendor_data.json: cloud-init = %s", ci ? ci : "(none)");
+	resp_free(&r);
+}
+
+static void test_openstack_tree(void **state)
+{
+	struct fx *f = *state;
+	struct imds_app *a = start(f);
+	get_is(a, "/openstack/latest/vendor_data2.json", 200, "{}\n");
+	get_is(a, "/openstack/2016-10-06/vendor_data2.json", 200, "{}\n");
+	get_is(a, "/openstack/2016-06-30/vendor_data2.json", 404, NULL);
+	get_is(a, "/openstack/2016-10-06/", 200,
+	       "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\nvendor_data2.json\n");
+	get_is(a, "/openstack/2016-06-30/", 200,
+	       "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\n");
+	/* no network-status: no link the guest's MAC names, no document
+	 * (cloud-init then configures the first NIC by DHCP) */
+	get_is(a, "/openstack/latest/network_data.json", 404, NULL);
+
+	/* no zone known (the pod has no topology label): no key, not "" */
+	{
+		struct resp r0;
+		call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r0);
+		if (r0.status != 200 || !strstr(r0.body, "\"project_id\":") ||
+		    strstr(r0.body, "availability_zone"))
+			fail_msg("meta_data.json without a zone: %d %s", r0.status, r0.body);
+		resp_free(&r0);
+	}
+
+	/* the pod's secondary networks, the pod network left out */
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "ns"), 1);
+	setenv("IMDS_AVAILABILITY_ZONE", "zone-a", 1);
+	a = start(f);
+	get_is(a, "/openstack/latest/network_data.json", 200,
+	       "{\"links\":[{\"id\":\"pod26578a32802\",\"type\":\"phy\","
+	       "\"ethernet_mac_address\":\"02:4b:b0:00:00:01\",\"vif_id\":\"demo/br1\"},"
+	       "{\"id\":\"link2\",\"type\":\"phy\",\"ethernet_mac_address\":\"02:4b:b0:00:00:02\","
+	       "\"vif_id\":\"demo/br2\"}],"
+	       "\"networks\":[{\"id\":\"network1\",\"type\":\"ipv4_dhcp\",\"link\":\"pod26578a32802\","
+	       "\"network_id\":\"demo/br1\"}],\"services\":[]}\n");
+	struct resp r;
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!strstr(r.body, "\"availability_zone\":\"zone-a\",\"instance_type\":\"kubevirt\","))
+		fail_msg("meta_data.json zone and type: %s", r.body);
+	resp_free(&r);
+	/* rewritten: the next answer describes the new document */
+	put_str(in_dir(f, "ns"), "[]");
+	get_is(a, "/openstack/latest/network_data.json", 404, NULL);
+	put_str(in_dir(f, "ns"), "not json");
+	get_is(a, "/openstack/latest/network_data.json", 404, NULL);
+	/* the pod network bridged to the VM (IMDS_INTERFACES: tap0 in bridge
+	 * binding): the guest has the pod interface's MAC, its link is listed;
+	 * in masquerade (or passt) not */
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_INTERFACES", "default:bridge:tap0,br1:bridge:tap26578a32802", 1);
+	a = start(f);
+	get_is(a, "/openstack/latest/network_data.json", 200,
+	       "{\"links\":[{\"id\":\"eth0\",\"type\":\"phy\","
+	       "\"ethernet_mac_address\":\"0a:58:0a:f4:01:05\",\"vif_id\":\"k8s-pod-network\"},"
+	       "{\"id\":\"pod26578a32802\",\"type\":\"phy\","
+	       "\"ethernet_mac_address\":\"02:4b:b0:00:00:01\",\"vif_id\":\"demo/br1\"},"
+	       "{\"id\":\"link2\",\"type\":\"phy\",\"ethernet_mac_address\":\"02:4b:b0:00:00:02\","
+	       "\"vif_id\":\"demo/br2\"}],"
+	       "\"networks\":[{\"id\":\"network0\",\"type\":\"ipv4_dhcp\",\"link\":\"eth0\","
+	       "\"network_id\":\"k8s-pod-network\"},"
+	       "{\"id\":\"network1\",\"type\":\"ipv4_dhcp\",\"link\":\"pod26578a32802\","
+	       "\"network_id\":\"demo/br1\"}],\"services\":[]}\n");
+	setenv("IMDS_INTERFACES", "default:masquerade:tap0,br1:bridge:tap26578a32802", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	if (strstr(r.body, "0a:58:0a:f4:01:05") || !strstr(r.body, "02:4b:b0:00:00:01"))
+		fail_msg("masquerade on the pod network: its link left out: %s", r.body);
+	resp_free(&r);
+	setenv("IMDS_INTERFACES", "default:passt", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	if (strstr(r.body, "0a:58:0a:f4:01:05"))
+		fail_msg("passt: the pod network's link left out: %s", r.body);
+	resp_free(&r);
+	unsetenv("IMDS_INTERFACES");
+	/* absent at start (Multus writes it later): read when it comes */
+	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "later"), 1);
+	a = start(f);
+	get_is(a, "/openstack/latest/network_data.json", 404, NULL);
+	put_str(in_dir(f, "later"), NETSTATUS);
+	call(a, "GET", "/openstack/latest/network_data.json", 0, NULL, &r);
+	if (!strstr(r.body, "\"ethernet_mac_address\":\"02:4b:b0:00:00:01\""))
+		fail_msg("network_data.json once the file came: %s", r.body);
+	resp_free(&r);
+}
+
+static void test_password_key(void **state)
+{
+	struct fx *f = *state;
+	ec2_keys(f);
+	struct imds_app *a = start(f);
+	struct resp r;
+	/* no password-key: every key, as before (the choice is cloudbase-init's, logged) */
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!strstr(r.body, "\"public_keys\":{\"alice-1\":\"ssh-ed25519 " ED " a@x\",\"alice-2\":"
+			    "\"ssh-rsa " RSA " a@y\",\"bob\":\"ssh-rsa " RSA " b@z\"}"))
+		fail_msg("every key: %s", r.body);
+	resp_free(&r);
+	/* alice: her RSA key alone (the ed25519 one comes first in her entry) */
+	setenv("IMDS_PASSWORD_KEY", "alice", 1);
+	a = start(f);
+	call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+	if (!strstr(r.body, "\"public_keys\":{\"alice-2\":\"ssh-rsa " RSA " a@y\"},\"keys\":[{\"name\":"
+			    "\"alice-2\",\"type\":\"ssh\",\"data\":\"ssh-rsa " RSA " a@y\"}],"))
+		fail_msg("password-key alice: %s", r.body);
+	resp_free(&r);
+	/* the other layouts keep every key (Linux guests install them all) */
+	call(a, "GET", "/v1/meta-data", 0, NULL, &r);
+	if (!strstr(r.body, "ssh-ed25519") || !strstr(r.body, "b@z"))
+		fail_msg("NoCloud with password-key: %s", r.body);
+	resp_free(&r);
+	get_is(a, "/latest/meta-data/public-keys", 200, "0=alice-1\n1=alice-2\n2=bob");
+	/* an entry without an RSA key, or none of that name: no key listed */
+	put_str(in_dir(f, "keys/carol"), "ssh-ed25519 " ED " c@x\n");
+	static const char *const none[] = {"carol", "dave"};
+	for (size_t i = 0; i < 2; i++) {
+		setenv("IMDS_PASSWORD_KEY", none[i], 1);
+		a = start(f);
+		call(a, "GET", "/openstack/latest/meta_data.json", 0, NULL, &r);
+		if (!strstr(r.body, "\"public_keys\":{},\"meta\":{"))
+			fail_msg("password-key %s: %s", none[i], r.body);
+		resp_free(&r);
+	}
+	/* the setting itself: a Secret key, and only with a keys folder */
+	char err[256];
+	setenv("IMDS_PASSWORD_KEY", "../x", 1);
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "IMDS_PASSWORD_KEY"));
+	setenv("IMDS_PASSWORD_KEY", "alice", 1);
+	unsetenv("IMDS_SSH_KEYS_DIR");
+	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "IMDS_SSH_KEYS_DIR"));
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_password),
+		T(test_openstack),
+		T(test_openstack_tree),
+		T(test_password_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
