@@ -48,7 +48,9 @@ struct pod {
 	struct node *node;
 	char uid[64];
 	enum pod_state state;
-	int wd;               /* inotify watch on its imds-node folder, -1 */
+	int wd;               /* inotify watch on its imds-node folder, or on the deepest
+				 folder of its path that exists yet (wd_level), -1 */
+	int wd_level;         /* 0 the pod's folder .. POD_WATCH_FULL its imds-node folder */
 	int conn;             /* the sidecar's socket */
 	dev_t sdev;           /* the socket file connected to */
 	ino_t sino;
@@ -720,25 +722,51 @@ static void on_nft_event(struct loop *l, int fd, void *data, int mask)
 
 /* ---- discovery ----------------------------------------------------------- */
 
-/* A watch on the pod's imds-node folder, once it exists (the kubelet makes
- * it after the pod's folder): the socket's creation wakes us. */
+/* The folders from the pod's down to its imds-node folder, which the
+ * kubelet makes one after the other (the pod's at admission, volumes/...
+ * when it sets up the emptyDir, seconds before the sidecar binds). */
+static const char *const pod_levels[] = {"", "/volumes", "/volumes/kubernetes.io~empty-dir",
+					 "/" NODE_DIR_REL};
+#define POD_WATCH_FULL ((int)(sizeof(pod_levels) / sizeof(pod_levels[0])) - 1)
+
+/* A watch on the pod's imds-node folder, the socket's creation waking us;
+ * until that folder exists, on the deepest folder of its path that does,
+ * whose next folder's creation brings us here again (without it a pod seen
+ * before its emptyDir waited for the rescan: 500 ms to 2 s of its start). */
 static void pod_watch(struct pod *p)
 {
 	struct node *n = p->node;
 	char rel[200], via[64];
-	int fd;
 
-	if (p->wd >= 0)
-		return;
-	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_DIR_REL);
-	fd = openat2_beneath(n->dirfd, rel, O_PATH | O_DIRECTORY);
-	if (fd < 0)
-		return;
-	snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
-	p->wd = inotify_add_watch(n->ino, via, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
-	close(fd);
-	if (p->wd < 0)
-		p->wd = -1;
+	/* Each round only goes deeper; a folder made between our look and the
+	 * watch raised no event, so the next round looks again. */
+	for (int round = 0; round <= POD_WATCH_FULL; round++) {
+		int fd = -1, lvl, wd;
+		if (p->wd >= 0 && p->wd_level == POD_WATCH_FULL)
+			return;
+		for (lvl = POD_WATCH_FULL; lvl >= 0 && (p->wd < 0 || lvl > p->wd_level); lvl--) {
+			snprintf(rel, sizeof(rel), "%s%s", p->uid, pod_levels[lvl]);
+			fd = openat2_beneath(n->dirfd, rel, O_PATH | O_DIRECTORY);
+			if (fd >= 0)
+				break;
+		}
+		if (fd < 0)
+			return;
+		/* The folder opened beneath the pods folder, watched through its
+		 * descriptor's magic link: followed (IN_DONT_FOLLOW would watch the
+		 * link in /proc itself, which never sees a file created in the
+		 * folder: every pod then waited for the rescan), and it names that
+		 * very folder, never a path resolved again. */
+		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
+		wd = inotify_add_watch(n->ino, via, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+		close(fd);
+		if (wd < 0)
+			return;
+		if (p->wd >= 0 && p->wd != wd)
+			inotify_rm_watch(n->ino, p->wd);
+		p->wd = wd;
+		p->wd_level = lvl;
+	}
 }
 
 /* The pod's folder: followed from now on, its socket tried when due. */
@@ -847,6 +875,16 @@ static void on_inotify(struct loop *l, int fd, void *data, int mask)
 			}
 			if (ev->wd == n->pods_wd && ev->len && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 				pod_seen(n, ev->name, 1);
+			} else if (ev->wd != n->pods_wd && ev->len &&
+				   (ev->mask & (IN_CREATE | IN_MOVED_TO)) && pod_by_wd(n, ev->wd) &&
+				   pod_by_wd(n, ev->wd)->wd_level < POD_WATCH_FULL) {
+				/* a folder on the way to its imds-node folder: deeper */
+				struct pod *p = pod_by_wd(n, ev->wd);
+				pod_watch(p);
+				if (p->wd_level == POD_WATCH_FULL && p->state == POD_IDLE) {
+					p->backoff_ms = 0;
+					pod_connect(p); /* its socket may be there already */
+				}
 			} else if (ev->wd != n->pods_wd && ev->len &&
 				   strcmp(ev->name, "agent.sock") == 0) {
 				struct pod *p = pod_by_wd(n, ev->wd);

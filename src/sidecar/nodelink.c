@@ -56,7 +56,6 @@ static int sock_bind(const char *path, char *err, size_t errlen)
 			 path, sizeof(sa.sun_path) - 1);
 		return -EINVAL;
 	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	/* What an earlier sidecar (or `await`) left: a socket only. */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
@@ -65,12 +64,25 @@ static int sock_bind(const char *path, char *err, size_t errlen)
 		}
 		unlink(path);
 	}
+	/* Bound and listening under a name of its own, then renamed: the
+	 * agent, woken by the socket's creation, never finds one that does
+	 * not listen yet (its connect refused, it would wait its back-off). */
+	if (strlen(path) + sizeof(".new") > sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "IMDS_AGENT_SOCKET: '%.60s...' is too long for its temporary name",
+			 path);
+		return -EINVAL;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", path);
+	unlink(sa.sun_path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4) ||
+	    rename(sa.sun_path, path)) {
 		int e = errno;
 		snprintf(err, errlen, "IMDS_AGENT_SOCKET %s: %s", path, strerror(e));
-		if (fd >= 0)
+		if (fd >= 0) {
+			unlink(sa.sun_path);
 			close(fd);
+		}
 		return -e;
 	}
 	return fd;

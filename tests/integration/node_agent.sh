@@ -302,4 +302,32 @@ for x in a b; do
 done
 agent_stop TERM
 if grep -q 'stopping; every pod' "$NET_TMP/agent2.log"; then ok "SIGTERM: the agent stops, leaving every pod's plumbing"; else not_ok "SIGTERM: the agent stops" "$(tail -3 "$NET_TMP/agent2.log")"; fi
+
+# ---- a new pod found by the folders' events alone --------------------------
+# The rescan a minute away: what serves a new pod is inotify, on the pods
+# folder and then on each folder of its way down to the socket as the
+# kubelet makes them one after the other (the pod's, then its emptyDir's
+# seconds later), and the sidecar's socket appearing already listening.
+: >"$NET_TMP/agent3.log"
+agent_start "$NET_TMP/agent3.log" --rescan-ms 60000
+wait_for_line "$NET_TMP/agent3.log" 'watching ' 10
+sleep 0.3 # its first rescan done
+for k in 1 2; do
+	u=$(printf '7e57e7e5-0000-4000-8000-%012d' "$k")
+	ns=$NS_TAG-e$k
+	ip netns add "$ns" && ip -n "$ns" link set lo up
+	mkdir -p "$PODS_DIR/$u" # the pod's folder first: its emptyDir comes later
+	sleep 0.3
+	[[ $k == 2 ]] && { mkdir -p "$PODS_DIR/$u/volumes"; sleep 0.3; }
+	sidecar_start "$u" "$ns" "$NET_TMP/events-$k.log"
+	if wait_for_line "$NET_TMP/events-$k.log" 'net: ready [0-9]+ ms after start' 10; then
+		ok "a new pod served through the folders' events alone, the rescan 60 s away ($k: $(grep -oE 'ready [0-9]+ ms after start' "$NET_TMP/events-$k.log"))"
+	else
+		not_ok "a new pod served through the folders' events alone, the rescan 60 s away ($k)" "$(tail -3 "$NET_TMP/events-$k.log")" "$(tail -3 "$NET_TMP/agent3.log")"
+	fi
+	kill -TERM "$SIDECAR_PID" 2>/dev/null
+	wait "$SIDECAR_PID" 2>/dev/null
+	ip netns del "$ns"
+done
+agent_stop TERM
 tap_done
