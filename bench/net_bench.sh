@@ -32,13 +32,8 @@ export IMDS_SERVER REPO
 mkdir -p build/bench
 gcc -O2 -Wall -Werror -o build/bench/arp_flood bench/arp_flood.c || exit 1
 
-# stats V...: "median (min..max)" of numbers
-stats() {
-	printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {
-		if (NR == 0) { print "n/a"; exit }
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.1f (%.1f..%.1f)", m, v[1], v[NR] }'
-}
+# shellcheck source=stats.sh
+. "$REPO/bench/stats.sh"
 
 # topo MODE I: fresh namespaces, the launcher pod of MODE (masquerade and
 # linklocal: masquerade binding; bridge: bridge binding), its tap not there

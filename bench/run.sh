@@ -10,7 +10,9 @@
 # Anchors (issue "The metadata HTTP server"): binary <= 200 KiB, VmHWM
 # <= 1 MiB at 100 connections, throughput >= nginx on every row, start-up
 # <= 5 ms.  BENCH_SECONDS (default 5) sets each wrk run's length.
-# Then, as root, the network figures (bench/net_bench.sh) and the webhook's
+# Then, as root, the network figures (bench/net_bench.sh), the node agent's
+# (bench/node_bench.sh: a pod's start to served, 1 and 110 pods, memory per
+# pod) and the webhook's
 # (bench/webhook_bench.sh); `bench/run.sh server` runs only the first part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -165,6 +167,7 @@ cleanup
 trap - EXIT
 if ((EUID == 0)); then
 	bench/net_bench.sh
+	bench/node_bench.sh
 else
 	echo "(network figures skipped: bench/net_bench.sh needs root for network namespaces)"
 fi
