@@ -8,8 +8,9 @@
 # as KubeVirt's masquerade binding (tests/lib/netns.sh), each on its own
 # node, and one guest moved between them by tapwire as qemu's migration moves
 # it (its NIC never loses its carrier, so it keeps its neighbour table):
-#   source pod, OLD sidecar -> target pod, NEW sidecar -> a third pod, OLD
-#   sidecar again (a rollback).
+#   source pod, OLD sidecar -> target pod, NEW sidecar (then restarted with
+#   the env the NEW webhook writes for the pod, what a target really gets) ->
+#   a third pod, OLD sidecar again (a rollback).
 # On each the guest walks every layout (tests/lib/interop_walk.py: NoCloud,
 # identity, token, sessions, OpenStack's versions and files, EC2's versions
 # and latest's trees with and without an IMDSv2 token, GCE, Azure, lifecycle),
@@ -139,6 +140,7 @@ ip -n "$NS_VM" route add 169.254.169.254/32 dev eth0 scope link
 sc_start() {
 	local env=()
 	mapfile -t env <"$3"
+	: >"$4"
 	ip netns exec "$1" env -i PATH="$PATH" "${env[@]}" "$2" run >"$4" 2>&1 &
 	SC_PID=$!
 	BG_PIDS+=("$SC_PID")
@@ -254,6 +256,31 @@ expect_eq "old -> new: a new EC2 session works" 200 \
 expect_eq "old -> new: user-data with the old's ETag is 304 (a polling agent sees no change)" 304 \
 	"$(gcurl -H "If-None-Match: $UD_ETAG" http://169.254.169.254/v1/user-data)"
 
+# --- 2b. the target's env as the NEW webhook writes it ------------------------
+# What KubeVirt's target pod really gets after an upgrade: the new webhook's
+# patch of the same pod (it adds IMDS_LIFECYCLE_DIR, IMDS_AVAILABILITY_ZONE
+# and IMDS_REGION).  The sidecar restarted with it in the target pod; the
+# token file the same (kubelet's projection of the pod's, not the version's).
+if sidecar_env "$W/root-n" "$REPO/build/debug/tests/admission_cli" >"$W/env-n" 2>"$W/env.err"; then
+	tok_a=$(sed -n 's/^IMDS_TOKEN_PATH=//p' "$W/env-a") tok_n=$(sed -n 's/^IMDS_TOKEN_PATH=//p' "$W/env-n")
+	cp "$tok_a" "$tok_n"
+	added=$(comm -13 <(sed 's/=.*//' "$W/env-a") <(sed 's/=.*//' "$W/env-n") | tr '\n' ' ')
+	removed=$(comm -23 <(sed 's/=.*//' "$W/env-a") <(sed 's/=.*//' "$W/env-n") | tr '\n' ' ')
+	expect_eq "the new webhook's env: the old one's variables, none removed" "" "$removed"
+	echo "# the new webhook adds: $added"
+	sc_stop "$PID_B"
+	sc_start "$POD_B" "$NEW_SERVER" "$W/env-n" "$W/n.log"
+	PID_B=$SC_PID
+	if sc_wait "$W/n.log" "$PID_B"; then
+		walk new-webhook
+		compare "old -> new with the new webhook's env: the same data, but for the announced changes" old-source new-webhook
+	else
+		not_ok "target pod: the new sidecar with the new webhook's env serves tap0" "$(tail -n 20 "$W/n.log")"
+	fi
+else
+	not_ok "the new webhook's sidecar env (sidecar_env.py)" "$(cat "$W/env.err")"
+fi
+
 # --- 3. rollback: on to a pod with the OLD sidecar again --------------------
 sc_start "$POD_C" "$OLD_SERVER" "$W/env-c" "$W/c.log"
 PID_C=$SC_PID
@@ -285,9 +312,9 @@ expect_eq "new -> old: user-data with the ETag the guest held is 304" 304 \
 	"$(gcurl -H "If-None-Match: $UD_ETAG" http://169.254.169.254/v1/user-data)"
 sc_stop "$PID_C"
 
-if ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$W/b.log"; then
+if ! cat "$W/b.log" "$W/n.log" 2>/dev/null | grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
 	ok "the new sidecar's log is free of sanitizer reports"
 else
-	not_ok "the new sidecar's log is free of sanitizer reports" "$(grep -A20 -E 'Sanitizer|runtime error' "$W/b.log" | head -40)"
+	not_ok "the new sidecar's log is free of sanitizer reports" "$(cat "$W/b.log" "$W/n.log" | grep -A20 -E 'Sanitizer|runtime error' | head -40)"
 fi
 tap_done
