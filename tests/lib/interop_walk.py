@@ -245,8 +245,8 @@ def compare(old_f, new_f, allow_f, reverse):
             continue
         bad += 1
         print("DIFF %s" % key)
-        print("  old: %s" % json.dumps(old.get(key), ensure_ascii=False)[:600])
-        print("  new: %s" % json.dumps(new.get(key), ensure_ascii=False)[:600])
+        print("  old: %s" % json.dumps(old.get(key), ensure_ascii=False)[:2000])
+        print("  new: %s" % json.dumps(new.get(key), ensure_ascii=False)[:2000])
     print("compared %d paths: %d the same, %d allowed differences (%d rules used), %d not allowed"
           % (same + allowed + bad, same, allowed, len(used), bad))
     return 1 if bad else 0
