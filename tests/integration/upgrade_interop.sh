@@ -18,7 +18,9 @@
 # the list below, each rule with the CHANGELOG line announcing it.  Also:
 # veth-imds's MAC is the same in every pod, the guest is served by the next
 # pod without asking ARP again, a session of one version is 401 on the other
-# and a new one works, the ETag a guest holds still says "not modified".
+# and a new one works, the ETag a guest holds still says "not modified", the
+# VM's serial is the one the old webhook wrote and Debian's cloud-init takes
+# the same data with it from each.
 # Variant-independent (the old build is debug): run in debug only.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
@@ -107,6 +109,22 @@ for p in b c; do
 	cp -a "$W/root-a" "$W/root-$p"
 	sed "s#$W/root-a/#$W/root-$p/#" "$W/env-a" >"$W/env-$p"
 done
+
+# The serial the webhook writes on the VM (cloud-init's NoCloud seed): the
+# guest keeps the old webhook's across the migration (it is the firmware's).
+VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
+OLD_SERIAL=$("$PY" "$SIDECAR_ENV" vm-serial --review "$VM_REVIEW" --admission-cli "$OLD_CLI" 2>&1)
+NEW_SERIAL=$("$PY" "$SIDECAR_ENV" vm-serial --review "$VM_REVIEW" --admission-cli "$REPO/build/debug/tests/admission_cli" 2>&1)
+expect_eq "the VM's serial: the new webhook writes the old one's ($OLD_SERIAL)" "$OLD_SERIAL" "$NEW_SERIAL"
+# ci_view: Debian's cloud-init (NoCloudNet get_data()) in the guest with the
+# old webhook's serial: what it takes, as one JSON line
+ci_view() {
+	ip netns exec "$NS_VM" "$PY" "$REPO/tests/lib/cloudinit_client.py" --serial "$OLD_SERIAL" \
+		--expect-userdata-file "$W/user-data" 2>/dev/null | "$PY" -c 'import json, sys
+d = json.loads(sys.stdin.read() or "{}")
+print(json.dumps({k: d.get(k) for k in ("ok", "error", "instance_id", "local_hostname", "public_keys",
+      "userdata_sha256", "vendordata_sha256", "metadata")}, sort_keys=True, default=str))'
+}
 
 # --- three launcher pods, each on its own node, and the guest ---------------
 # pod_make SUFFIX: NS_NODE/NS_POD for that pod, built as the first
@@ -217,6 +235,12 @@ walk old-source
 jq_status() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(sum(1 for v in d.values() if v["status"] == 200))' "$1"; }
 n200=$(jq_status "$W/old-source.json")
 if ((n200 >= 100)); then ok "the source's walk: $n200 answers of 200"; else not_ok "the source's walk: at least 100 answers of 200" "$n200"; fi
+CI_A=$(ci_view)
+if [[ $CI_A == *'"ok": true'* ]]; then
+	ok "cloud-init with the old serial takes the old sidecar's data (instance $("$PY" -c 'import json, sys; print(json.loads(sys.argv[1])["instance_id"])' "$CI_A"))"
+else
+	not_ok "cloud-init with the old serial takes the old sidecar's data" "$CI_A"
+fi
 mac_a=$(veth_mac "$POD_A")
 expect_eq "the guest's neighbour entry for 169.254.169.254 is the source's veth-imds ($mac_a)" "$mac_a" "$(guest_neigh)"
 EC2_TOK=$(ip netns exec "$NS_VM" curl -s --max-time 3 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' http://169.254.169.254/latest/api/token)
@@ -246,6 +270,7 @@ expect_eq "the guest's neighbour entry is unchanged after the migration" "$mac_a
 served_b=$(grep -c ' GET ' "$W/b.log")
 if ((served_b >= 100)); then ok "the walk was the target's: $served_b requests in its log"; else not_ok "the walk was the target's" "$served_b GET lines in its log" "$(tail -n 5 "$W/b.log")"; fi
 compare "old -> new: the guest sees the same data, but for the announced changes" old-source new-target
+expect_eq "old -> new: cloud-init with the old serial takes the same data from the new sidecar" "$CI_A" "$(ci_view)"
 expect_eq "old -> new: the old's EC2 session is 401 on the new" 401 \
 	"$(gcurl -H "X-aws-ec2-metadata-token: $EC2_TOK" http://169.254.169.254/latest/meta-data/instance-id)"
 expect_eq "old -> new: the old's /v1/session is 401 on the new" 401 \
@@ -300,6 +325,7 @@ else
 fi
 expect_eq "the guest's neighbour entry is unchanged after the rollback" "$mac_a" "$(guest_neigh)"
 compare "new -> old (rollback): the same data, but for the announced changes" new-target old-rollback --reverse
+expect_eq "new -> old: cloud-init takes the same data from the old sidecar again" "$CI_A" "$(ci_view)"
 : >"$W/none"
 if out=$("$PY" "$WALK" compare "$W/old-source.json" "$W/old-rollback.json" "$W/none" 2>&1); then
 	ok "old before and after: every answer the same ($(tail -n 1 <<<"$out" | sed 's/:.*//'))"
