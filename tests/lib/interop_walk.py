@@ -8,7 +8,8 @@ two versions of the sidecar, and compares the documents path by path).
 
 walk: every answer as {"status", "type", "etag", "flavor", "cache", "body"},
 keyed "GET /path" (or "PUT ...", "v2 GET ..." for EC2 with an IMDSv2 token,
-"s GET ..." for ours with a /v1/session token).  The listings are walked:
+"s GET ..." for ours with a /v1/session token, "no-header GET ...",
+"bad-session GET ...", "bad-token GET ...": each once).  The listings are walked:
 NoCloud's four files, /v1/identity and /v1/token, the OpenStack versions and
 every file of each, the EC2 versions, each version's root and meta-data/
 listing, and latest's whole meta-data/ and dynamic/ trees (without a token and
@@ -90,7 +91,10 @@ class Walker:
         ans = {"status": r.status, "type": r.getheader("Content-Type"), "etag": r.getheader("ETag"),
                "flavor": r.getheader("Metadata-Flavor"), "cache": r.getheader("Cache-Control"),
                "body": text}
-        self.out[key or "%s %s" % (method, path)] = ans
+        key = key or "%s %s" % (method, path)
+        if key in self.out:
+            raise SystemExit("interop_walk: %s asked twice (give it a key of its own)" % key)
+        self.out[key] = ans
         return r.status, body.decode("utf-8", errors="replace")
 
     def tree(self, root, headers=None, prefix=""):
@@ -128,7 +132,7 @@ def walk(host):
     w.req("GET", "/v1//meta-data")  # merge_slashes (Alpine's tiny-cloud)
     w.req("HEAD", "/v1/user-data")
     w.req("GET", "/v1/identity", AZURE)
-    w.req("GET", "/v1/identity")  # no Metadata: true: 400
+    w.req("GET", "/v1/identity", key="no-header GET /v1/identity")  # 400
     w.req("GET", "/v1/token", AZURE)
     w.req("GET", "/v1/nope")
     st, tok = w.req("PUT", "/v1/session", {"X-Metadata-Token-TTL-Seconds": "300"}, mask=token_len)
@@ -150,7 +154,8 @@ def walk(host):
     st, body = w.req("GET", "/")
     for v in body.split() if st == 200 else []:
         w.req("GET", "/%s/" % v)
-        w.req("GET", "/%s/meta-data/" % v)
+        if v != "latest":  # its tree below
+            w.req("GET", "/%s/meta-data/" % v)
     w.tree("/latest/meta-data/")
     w.tree("/latest/dynamic/")
     w.req("GET", "/latest/user-data")
