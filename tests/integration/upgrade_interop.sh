@@ -5,22 +5,23 @@
 # and files the old webhook wrote (the ends never talk: each serves its own
 # pod).  Here: the old imds-server and admission_cli built from a pinned
 # commit (cached by commit, tests/lib/oldbuild.sh), three launcher pods built
-# as KubeVirt's masquerade binding (tests/lib/netns.sh), each on its own
-# node, and one guest moved between them by tapwire as qemu's migration moves
-# it (its NIC never loses its carrier, so it keeps its neighbour table):
+# as KubeVirt's masquerade binding, dual-stack (tests/lib/netns.sh), each on
+# its own node, and one guest moved between them by tapwire as qemu's
+# migration moves it (its NIC never loses its carrier, so it keeps its
+# neighbour table):
 #   source pod, OLD sidecar -> target pod, NEW sidecar (then restarted with
 #   the env the NEW webhook writes for the pod, what a target really gets) ->
 #   a third pod, OLD sidecar again (a rollback).
-# On each the guest walks every layout (tests/lib/interop_walk.py: NoCloud,
-# identity, token, sessions, OpenStack's versions and files, EC2's versions
-# and latest's trees with and without an IMDSv2 token, GCE, Azure, lifecycle),
-# and the walks are compared path by path: a difference is allowed only by
-# the list below, each rule with the CHANGELOG line announcing it.  Also:
-# veth-imds's MAC is the same in every pod, the guest is served by the next
-# pod without asking ARP again, a session of one version is 401 on the other
-# and a new one works, the ETag a guest holds still says "not modified", the
-# VM's serial is the one the old webhook wrote and Debian's cloud-init takes
-# the same data with it from each.
+# On each the guest walks every layout over 169.254.169.254 and fd00:ec2::254
+# (tests/lib/interop_walk.py: NoCloud, identity, token, sessions, OpenStack's
+# versions and files, EC2's versions and latest's trees with and without an
+# IMDSv2 token, GCE, Azure, lifecycle), and the walks are compared path by
+# path: a difference is allowed only by the list below, each rule with the
+# CHANGELOG line announcing it.  Also: veth-imds's MAC is the same in every
+# pod, the guest is served by the next pod without asking ARP or NDP again, a
+# session of one version is 401 on the other and a new one works, the ETag a
+# guest holds still says "not modified", the VM's serial is the one the old
+# webhook wrote and Debian's cloud-init takes the same data with it from each.
 # Variant-independent (the old build is debug): run in debug only.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
@@ -51,11 +52,11 @@ W=$NET_TMP
 # <TAB>the CHANGELOG line(s) announcing it, a part of each, ' | ' between"
 # (rules: tests/lib/interop_walk.py).
 cat >"$W/allow" <<'EOF'
-GET /openstack/*/meta_data.json	json -availability_zone="" +instance_id	leaves `availability_zone` out when the zone is unknown | `meta_data.json` gains `instance_id`
-GET /openstack/*/network_data.json	now-404	`network_data.json` is 404
-GET /computeMetadata/*	added	GCE's `computeMetadata/v1/instance/`
-GET /metadata/*	added	Azure's `/metadata/scheduledevents` and `/metadata/instance`
-GET /v1/lifecycle	added	Lifecycle events (issue 31): `GET /v1/lifecycle`
+*GET /openstack/*/meta_data.json	json -availability_zone="" +instance_id	leaves `availability_zone` out when the zone is unknown | `meta_data.json` gains `instance_id`
+*GET /openstack/*/network_data.json	now-404	`network_data.json` is 404
+*GET /computeMetadata/*	added	GCE's `computeMetadata/v1/instance/`
+*GET /metadata/*	added	Azure's `/metadata/scheduledevents` and `/metadata/instance`
+*GET /v1/lifecycle	added	Lifecycle events (issue 31): `GET /v1/lifecycle`
 *GET /*/meta-data/	lines +events/	EC2's `meta-data/events/maintenance/*` (listed in `meta-data/`)
 *GET /latest/meta-data/events/*	added	EC2's `meta-data/events/maintenance/*` (listed in `meta-data/`)
 EOF
@@ -127,6 +128,10 @@ print(json.dumps({k: d.get(k) for k in ("ok", "error", "instance_id", "local_hos
 }
 
 # --- three launcher pods, each on its own node, and the guest ---------------
+# Dual-stack (Calico's IPv6 on the pod, KubeVirt's fd10:0:2::1/120 and ip6
+# nat): the guest asks 169.254.169.254 and fd00:ec2::254.
+export NODE_V6=1
+G6=fd00:ec2::254
 # pod_make SUFFIX: NS_NODE/NS_POD for that pod, built as the first
 pod_make() {
 	NS_NODE=$NS_TAG-node$1 NS_POD=$NS_TAG-pod$1
@@ -142,17 +147,19 @@ if ((!pods)) || ! ns_setup || ! node_link 1400 || ! launcher_masquerade; then
 	exit 1
 fi
 TAPWIRE_NEXT=("$POD_B" tap0 "$POD_C" tap0)
-if ! guest_attach "$NS_VM" tap0 masquerade; then
+if ! guest_attach "$NS_VM" tap0 dual; then
 	not_ok "the guest attached to the source pod's tap0"
 	tap_done
 	exit 1
 fi
 TAPWIRE_NEXT=()
 # The service on-link (a ZEROCONF route, or a guest with only a link-local
-# address): the guest's neighbour entry is for 169.254.169.254 itself, the
-# MAC of veth-imds (through masquerade's gateway it would be k6t-eth0's
-# 02:00:00:00:00:00, the same in every pod anyway).
+# address): the guest's neighbour entries are for 169.254.169.254 and
+# fd00:ec2::254 themselves, the MAC of veth-imds (through masquerade's
+# gateway they would be k6t-eth0's 02:00:00:00:00:00, the same in every pod
+# anyway).
 ip -n "$NS_VM" route add 169.254.169.254/32 dev eth0 scope link
+ip -n "$NS_VM" -6 route add "$G6/128" dev eth0
 
 # sc_start POD BIN ENV LOG: the sidecar as injected (`run`), its PID in SC_PID
 sc_start() {
@@ -177,9 +184,12 @@ sc_stop() { # PID: SIGTERM, as KubeVirt stops the source pod
 	wait "$1" 2>/dev/null
 }
 veth_mac() { ip netns exec "$1" cat /sys/class/net/veth-imds/address; }
-guest_neigh() { ip -n "$NS_VM" neigh show 169.254.169.254 dev eth0 | awk '{print $3}'; }
-walk() { # NAME: the guest's walk into $W/NAME.json
-	if ip netns exec "$NS_VM" "$PY" "$WALK" walk >"$W/$1.json" 2>"$W/$1.err"; then
+guest_neigh() { # the guest's neighbour entries for the service, IPv4 and IPv6
+	echo "$(ip -n "$NS_VM" neigh show 169.254.169.254 dev eth0 | awk '{print $3}')" \
+		"$(ip -n "$NS_VM" -6 neigh show "$G6" dev eth0 | awk '{print $3}')"
+}
+walk() { # NAME: the guest's walk, over IPv4 and IPv6, into $W/NAME.json
+	if ip netns exec "$NS_VM" "$PY" "$WALK" walk --host 169.254.169.254 --host "[$G6]" >"$W/$1.json" 2>"$W/$1.err"; then
 		ok "$1: the guest walked every layout ($(sed -n 's/^walked //p' "$W/$1.err"))"
 	else
 		not_ok "$1: the guest walked every layout" "$(tail -n 5 "$W/$1.err")"
@@ -207,22 +217,23 @@ switch() {
 cap_start() {
 	: >"$W/cap.err"
 	ip netns exec "$NS_VM" tcpdump -n -U --immediate-mode -i eth0 -w "$W/$1.pcap" \
-		'arp or (tcp and host 169.254.169.254)' 2>"$W/cap.err" &
+		"arp or (icmp6 and ip6[40] = 135) or (tcp and (host 169.254.169.254 or host $G6))" 2>"$W/cap.err" &
 	CAP_PID=$!
 	BG_PIDS+=("$CAP_PID")
 	local i
 	for ((i = 0; i < 300; i++)); do grep -q 'listening on' "$W/cap.err" && return 0; sleep 0.01; done
 	return 1
 }
-cap_stop() { # NAME: "the guest's ARP broadcasts, its unicast ARP probes, the pod's ARP requests, TCP packets"
-	local g=52:54:00:12:34:56 # guest_attach's MAC
+cap_stop() { # NAME: "the guest's ARP broadcasts and multicast neighbour solicitations, its unicast probes, the pod's requests, TCP packets"
+	local g=52:54:00:12:34:56 f=$W/$1.pcap # guest_attach's MAC
+	local req="(arp[6:2] = 1 or (icmp6 and ip6[40] = 135))"
 	sleep 0.2
 	kill -INT "$CAP_PID" 2>/dev/null
 	wait "$CAP_PID" 2>/dev/null
-	echo "$(tcpdump -n -r "$W/$1.pcap" "arp[6:2] = 1 and ether src $g and ether dst ff:ff:ff:ff:ff:ff" 2>/dev/null | wc -l)" \
-		"$(tcpdump -n -r "$W/$1.pcap" "arp[6:2] = 1 and ether src $g and not ether dst ff:ff:ff:ff:ff:ff" 2>/dev/null | wc -l)" \
-		"$(tcpdump -n -r "$W/$1.pcap" "arp[6:2] = 1 and not ether src $g" 2>/dev/null | wc -l)" \
-		"$(tcpdump -n -r "$W/$1.pcap" tcp 2>/dev/null | wc -l)"
+	echo "$(tcpdump -n -r "$f" "$req and ether src $g and ether[0] & 1 = 1" 2>/dev/null | wc -l)" \
+		"$(tcpdump -n -r "$f" "$req and ether src $g and ether[0] & 1 = 0" 2>/dev/null | wc -l)" \
+		"$(tcpdump -n -r "$f" "$req and not ether src $g" 2>/dev/null | wc -l)" \
+		"$(tcpdump -n -r "$f" tcp 2>/dev/null | wc -l)"
 }
 # curl from the guest: the status, or the body with -b
 gcurl() { ip netns exec "$NS_VM" curl -s --max-time 3 -o /dev/null -w '%{http_code}' "$@"; }
@@ -242,7 +253,7 @@ else
 	not_ok "cloud-init with the old serial takes the old sidecar's data" "$CI_A"
 fi
 mac_a=$(veth_mac "$POD_A")
-expect_eq "the guest's neighbour entry for 169.254.169.254 is the source's veth-imds ($mac_a)" "$mac_a" "$(guest_neigh)"
+expect_eq "the guest's neighbour entries for 169.254.169.254 and $G6 are the source's veth-imds ($mac_a)" "$mac_a $mac_a" "$(guest_neigh)"
 EC2_TOK=$(ip netns exec "$NS_VM" curl -s --max-time 3 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' http://169.254.169.254/latest/api/token)
 V1_TOK=$(ip netns exec "$NS_VM" curl -s --max-time 3 -X PUT -H 'X-Metadata-Token-TTL-Seconds: 300' http://169.254.169.254/v1/session)
 UD_ETAG=$(ip netns exec "$NS_VM" curl -s --max-time 3 -D - -o /dev/null http://169.254.169.254/v1/user-data | tr -d '\r' | sed -n 's/^ETag: //p')
@@ -261,12 +272,12 @@ sc_stop "$PID_A"
 walk new-target
 read -r bcast probes podreq tcp < <(cap_stop mig1)
 if [[ $bcast == 0 && $tcp -gt 0 ]]; then
-	ok "served by the new sidecar without re-resolving: no ARP broadcast from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
+	ok "served by the new sidecar without re-resolving: no ARP broadcast or multicast solicitation from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
 else
-	not_ok "served by the new sidecar without re-resolving" "the guest's ARP broadcasts: $bcast, its probes: $probes, TCP packets: $tcp" \
-		"$(tcpdump -n -e -r "$W/mig1.pcap" arp 2>/dev/null | head -n 5)"
+	not_ok "served by the new sidecar without re-resolving" "the guest's broadcasts/multicast solicitations: $bcast, its probes: $probes, TCP packets: $tcp" \
+		"$(tcpdump -n -e -r "$W/mig1.pcap" 'arp or icmp6' 2>/dev/null | head -n 5)"
 fi
-expect_eq "the guest's neighbour entry is unchanged after the migration" "$mac_a" "$(guest_neigh)"
+expect_eq "the guest's neighbour entries are unchanged after the migration" "$mac_a $mac_a" "$(guest_neigh)"
 served_b=$(grep -c ' GET ' "$W/b.log")
 if ((served_b >= 100)); then ok "the walk was the target's: $served_b requests in its log"; else not_ok "the walk was the target's" "$served_b GET lines in its log" "$(tail -n 5 "$W/b.log")"; fi
 compare "old -> new: the guest sees the same data, but for the announced changes" old-source new-target
@@ -318,12 +329,12 @@ sc_stop "$PID_B"
 walk old-rollback
 read -r bcast probes podreq tcp < <(cap_stop mig2)
 if [[ $bcast == 0 && $tcp -gt 0 ]]; then
-	ok "served by the old sidecar without re-resolving: no ARP broadcast from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
+	ok "served by the old sidecar without re-resolving: no ARP broadcast or multicast solicitation from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
 else
-	not_ok "served by the old sidecar without re-resolving" "the guest's ARP broadcasts: $bcast, its probes: $probes, TCP packets: $tcp" \
-		"$(tcpdump -n -e -r "$W/mig2.pcap" arp 2>/dev/null | head -n 5)"
+	not_ok "served by the old sidecar without re-resolving" "the guest's broadcasts/multicast solicitations: $bcast, its probes: $probes, TCP packets: $tcp" \
+		"$(tcpdump -n -e -r "$W/mig2.pcap" 'arp or icmp6' 2>/dev/null | head -n 5)"
 fi
-expect_eq "the guest's neighbour entry is unchanged after the rollback" "$mac_a" "$(guest_neigh)"
+expect_eq "the guest's neighbour entries are unchanged after the rollback" "$mac_a $mac_a" "$(guest_neigh)"
 compare "new -> old (rollback): the same data, but for the announced changes" new-target old-rollback --reverse
 expect_eq "new -> old: cloud-init takes the same data from the old sidecar again" "$CI_A" "$(ci_view)"
 : >"$W/none"

@@ -3,7 +3,9 @@
 upgrade_interop.sh runs it in the guest before and after a migration between
 two versions of the sidecar, and compares the documents path by path).
 
-  interop_walk.py walk [--host 169.254.169.254]      the document, on stdout
+  interop_walk.py walk [--host H]...                  the document, on stdout
+                    (default 169.254.169.254; each host after the first
+                    walked the same, its keys prefixed "[H] ")
   interop_walk.py compare OLD.json NEW.json ALLOW     the differences
 
 walk: every answer as {"status", "type", "etag", "flavor", "cache", "body"},
@@ -46,8 +48,9 @@ AZURE = {"Metadata": "true"}
 
 
 class Walker:
-    def __init__(self, host):
-        self.host = host
+    def __init__(self):
+        self.host = HOST
+        self.prefix = ""  # "[host] " for every host but the first
         self.conn = None
         self.sent = []  # monotonic times of the last requests, for pacing
         self.out = {}
@@ -91,7 +94,7 @@ class Walker:
         ans = {"status": r.status, "type": r.getheader("Content-Type"), "etag": r.getheader("ETag"),
                "flavor": r.getheader("Metadata-Flavor"), "cache": r.getheader("Cache-Control"),
                "body": text}
-        key = key or "%s %s" % (method, path)
+        key = self.prefix + (key or "%s %s" % (method, path))
         if key in self.out:
             raise SystemExit("interop_walk: %s asked twice (give it a key of its own)" % key)
         self.out[key] = ans
@@ -124,8 +127,8 @@ def since(text):
     return re.sub(r'"since":"[^"]*"', '"since":"<time>"', text)
 
 
-def walk(host):
-    w = Walker(host)
+def walk(w, host, prefix):
+    w.host, w.prefix, w.conn = host, prefix, None
     w.req("GET", "/healthz")
     for f in ("meta-data", "user-data", "vendor-data", "network-config"):
         w.req("GET", "/v1/" + f)
@@ -177,7 +180,6 @@ def walk(host):
     w.req("GET", "/v1/lifecycle", mask=since)
     if w.conn:
         w.conn.close()
-    return w.out, w.retried
 
 
 def same_but(a, b, fields):
@@ -259,11 +261,14 @@ def compare(old_f, new_f, allow_f, reverse):
 
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "walk":
-        host = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--host" else HOST
-        out, retried = walk(host)
-        json.dump(out, sys.stdout, indent=1, sort_keys=True, ensure_ascii=False)
+        hosts = [a for i, a in enumerate(sys.argv[2:]) if i % 2 and sys.argv[2 + i - 1] == "--host"]
+        w = Walker()
+        for i, host in enumerate(hosts or [HOST]):
+            walk(w, host, "[%s] " % host if i else "")
+        json.dump(w.out, sys.stdout, indent=1, sort_keys=True, ensure_ascii=False)
         print()
-        print("walked %d paths, %d answers of 429 waited out" % (len(out), retried), file=sys.stderr)
+        print("walked %d paths of %s, %d answers of 429 waited out" % (len(w.out), ", ".join(hosts or [HOST]),
+                                                                     w.retried), file=sys.stderr)
         return 0
     if len(sys.argv) in (5, 6) and sys.argv[1] == "compare":
         return compare(sys.argv[2], sys.argv[3], sys.argv[4], len(sys.argv) == 6 and sys.argv[5] == "--reverse")
