@@ -43,6 +43,8 @@ NS_ALL=()
 BG_PIDS=() # tapwire, proxies, captures: killed on EXIT
 IMDS_PID=
 IMDS_WRAP=() # e.g. (capsh ... --) to run the server under a wrapper
+TAPWIRE_NEXT=() # guest_attach: more "POD_NETNS TAP" pairs, the next on each SIGUSR1 (a migration)
+TAPWIRE_PID=    # guest_attach: the last tapwire started
 NET_TMP=$(mktemp -d "${IMDS_TEST_TMPDIR:-${TMPDIR:-/tmp}}/imds-net.XXXXXX")
 IMDS_LOG=$NET_TMP/imds.log
 # The pod as the CNI gives it (Calico): one address, the gateway on-link.
@@ -403,7 +405,9 @@ launcher_sriov() { :; }
 
 # guest_attach NS TAP MODE [MAC] [ADDR]: the VM.  tapwire holds the pod's
 # tap, as qemu would, and moves frames to the guest netns's eth0 (GUEST_IF
-# names another, for a VM's second NIC).  MODE:
+# names another, for a VM's second NIC).  TAPWIRE_NEXT=(POD TAP ...): the
+# migration targets, each SIGUSR1 to TAPWIRE_PID moves the VM to the next
+# (its output file then says "switched N").  MODE:
 #   masquerade  10.0.2.2/24 via 10.0.2.1 (KubeVirt's DHCP: dhcp/masquerade.go)
 #   bridge      the pod IP /32, 169.254.1.1 on-link, default via it (KubeVirt's
 #               DHCP for bridge binding: the pod IP and option 121 with every
@@ -423,7 +427,9 @@ guest_attach() {
 	[[ " ${NS_ALL[*]} " == *" $ns "* ]] || ns_new "$ns" || return 1
 	mtu=$(pod_mtu "$tap") || return 1
 	: >"$NET_TMP/tapwire-$ns-$tap.out"
-	"$TAPWIRE" "$NS_POD" "$tap" "$ns" "$eth" >"$NET_TMP/tapwire-$ns-$tap.out" 2>&1 &
+	"$TAPWIRE" "$NS_POD" "$tap" "$ns" "$eth" "${TAPWIRE_NEXT[@]}" >"$NET_TMP/tapwire-$ns-$tap.out" 2>&1 &
+	# shellcheck disable=SC2034 # read by the suites
+	TAPWIRE_PID=$!
 	BG_PIDS+=($!)
 	for ((i = 0; i < 300; i++)); do
 		grep -q '^ready' "$NET_TMP/tapwire-$ns-$tap.out" && break

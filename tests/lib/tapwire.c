@@ -6,12 +6,18 @@
  * received on a real tun/tap device (netdev ingress hooks, the bridge, the
  * tap's queues), which a veth named tap0 would not give.
  *
- *   tapwire POD_NETNS TAP GUEST_NETNS GUEST_IF
+ *   tapwire POD_NETNS TAP GUEST_NETNS GUEST_IF [POD_NETNS TAP]...
  *
  * TAP must exist in POD_NETNS (KubeVirt creates it: `ip tuntap add ... mode
  * tap multi_queue user 107`); GUEST_IF is created in GUEST_NETNS, down, and
  * lives as long as tapwire does.  Prints "ready" on stdout once both are
- * attached; runs until SIGTERM/SIGINT or a device goes away. */
+ * attached; runs until SIGTERM/SIGINT or a device goes away.
+ *
+ * A live migration: each SIGUSR1 moves the pod side to the next POD_NETNS
+ * TAP pair (the target pod's tap, which the target's qemu holds once the
+ * source's stopped), and prints "switched N" (N from 1).  The guest's side
+ * stays attached throughout, so GUEST_IF never loses its carrier and the
+ * guest keeps its neighbour table, as a migrated VM keeps its memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,11 +33,18 @@
 #include <linux/if_tun.h>
 
 static volatile sig_atomic_t stop;
+static volatile sig_atomic_t next_pod;
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	next_pod = 1;
 }
 
 static int enter_netns(const char *name)
@@ -95,14 +108,15 @@ static int pump(int from, int to)
 int main(int argc, char **argv)
 {
 	struct pollfd p[2];
-	int pod, guest;
+	int pod, guest, hop = 0;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: tapwire POD_NETNS TAP GUEST_NETNS GUEST_IF\n");
+	if (argc < 5 || (argc - 5) % 2) {
+		fprintf(stderr, "usage: tapwire POD_NETNS TAP GUEST_NETNS GUEST_IF [POD_NETNS TAP]...\n");
 		return 2;
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_usr1);
 	if (enter_netns(argv[1]) || (pod = tap_open(argv[2], 0)) < 0)
 		return 1;
 	if (enter_netns(argv[3]) || (guest = tap_open(argv[4], 1)) < 0)
@@ -112,6 +126,22 @@ int main(int argc, char **argv)
 	p[0] = (struct pollfd){.fd = pod, .events = POLLIN};
 	p[1] = (struct pollfd){.fd = guest, .events = POLLIN};
 	while (!stop) {
+		if (next_pod) {
+			int to;
+			next_pod = 0;
+			if (5 + 2 * hop + 1 >= argc) {
+				fprintf(stderr, "tapwire: SIGUSR1 with no next pod\n");
+				return 1;
+			}
+			close(pod); /* the source's qemu stops, the target's resumes */
+			if (enter_netns(argv[5 + 2 * hop]) || (to = tap_open(argv[6 + 2 * hop], 0)) < 0)
+				return 1;
+			pod = to;
+			p[0].fd = pod;
+			hop++;
+			printf("switched %d\n", hop);
+			fflush(stdout);
+		}
 		int n = poll(p, 2, 1000);
 		if (n < 0 && errno != EINTR)
 			return 1;
