@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug (variant-independent: tests/run.sh runs it in one build)
 # hack/generate-certs.sh --dry-run DIR (issue 5): an ECDSA P-256 CA and a
 # serving certificate that `openssl verify` accepts, valid for the Service's
 # DNS names and nothing else, a private key only the owner reads, and no
@@ -8,11 +9,6 @@ cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
 
-if [[ ${IMDS_VARIANT:-debug} != debug ]]; then
-	ok "generate-certs (variant-independent, run in debug)"
-	tap_done
-	exit 0
-fi
 WORK=$(mktemp -d "${IMDS_TEST_TMPDIR:-/tmp}/deploy-certs.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 mkdir "$WORK/tmp"

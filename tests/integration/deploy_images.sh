@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug (variant-independent: tests/run.sh runs it in one build)
 # Dockerfile, Dockerfile.webhook and Dockerfile.node (issues 5, 29), checked
 # without a Docker engine: their shape (build stage from Debian packages only;
 # the server and the node agent each alone on scratch; the webhook on
@@ -12,11 +13,6 @@ REPO=$(pwd)
 # shellcheck source=tests/lib/tap.sh
 . tests/lib/tap.sh
 
-if [[ ${IMDS_VARIANT:-debug} != debug ]]; then
-	ok "container images (variant-independent, run in debug)"
-	tap_done
-	exit 0
-fi
 WORK=$(mktemp -d "${IMDS_TEST_TMPDIR:-/tmp}/deploy-images.XXXXXX")
 WPID=
 cleanup() {

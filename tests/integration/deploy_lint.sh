@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug (variant-independent: tests/run.sh runs it in one build)
 # Static checks of the deployment tooling (issue 5): shellcheck on every shell
 # script of the repository, hack/check-context.sh (no kubectl/virtctl without
 # --context, no kind without --name) on the repository and on a bad fixture,
@@ -12,11 +13,6 @@ cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh
 
-if [[ ${IMDS_VARIANT:-debug} != debug ]]; then
-	ok "deployment lint (variant-independent, run in debug)"
-	tap_done
-	exit 0
-fi
 WORK=$(mktemp -d "${IMDS_TEST_TMPDIR:-/tmp}/deploy-lint.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
