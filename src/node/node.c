@@ -379,8 +379,7 @@ static void pod_connect(struct pod *p)
 	p->deadline_ms = loop_clock_ms() + n->o->hello_ms;
 }
 
-static void on_event(struct loop *l, int fd, void *data, int mask);
-static void on_nft_event(struct loop *l, int fd, void *data, int mask);
+static void on_events(struct loop *l, int fd, void *data, int mask);
 
 /* The config read: open the pod's netlink sockets inside its namespace. */
 static int pod_activate(struct pod *p)
@@ -431,8 +430,8 @@ static int pod_activate(struct pod *p)
 		log_error("pod %s: netlink in its namespace: %s", p->uid, err);
 		return r;
 	}
-	if (loop_add(n->loop, p->ev.fd, LOOP_READABLE, on_event, p) ||
-	    loop_add(n->loop, p->nftev.fd, LOOP_READABLE, on_nft_event, p))
+	if (loop_add(n->loop, p->ev.fd, LOOP_READABLE, on_events, p) ||
+	    loop_add(n->loop, p->nftev.fd, LOOP_READABLE, on_events, p))
 		return -ENOMEM;
 	p->generation = 0;
 	/* Listeners the sidecar holds from an agent before us: kept while
@@ -633,91 +632,33 @@ out:
 
 /* ---- events -------------------------------------------------------------- */
 
-static int relevant(const struct nl_msgview *m)
-{
-	struct nl_route rt;
-	struct nl_rule ru;
-
-	switch (m->type) {
-	case RTM_NEWLINK:
-	case RTM_DELLINK:
-	case RTM_NEWADDR:
-	case RTM_DELADDR:
-		return 1;
-	case RTM_NEWROUTE:
-	case RTM_DELROUTE:
-		return !nl_parse_route(m, &rt) && rt.table == PLUMB_TABLE;
-	case RTM_NEWRULE:
-	case RTM_DELRULE:
-		return !nl_parse_rule(m, &ru) && ru.table == PLUMB_TABLE;
-	default:
-		return 0;
-	}
-}
-
-static void on_event(struct loop *l, int fd, void *data, int mask)
+/* A pod's two event sockets, read from its namespace's kernel: what their
+ * events call for is plan.h's decision, the sidecar's own (run.c) — so a
+ * pass also when "local 169.254.169.254" is written into table local
+ * again (by the kernel as veth-imds comes up, or by anyone), which the
+ * pass deletes (plumb.h).  At most 64 datagrams per wake-up: one busy pod
+ * does not hold the others. */
+static void on_events(struct loop *l, int fd, void *data, int mask)
 {
 	struct pod *p = data;
-	int need = 0;
+	int nft = fd == p->nftev.fd, err;
+	unsigned need = plan_events_read(nft ? &p->nftev : &p->ev, nft, p->nft.portid,
+					 p->node->evbuf, EV_BUF, 64, &err);
 	(void)l;
-	(void)fd;
 	(void)mask;
 
-	for (int i = 0; i < 64; i++) {
-		struct nl_msgview m;
-		size_t len, off = 0;
-		int ret = nl_recv_events(&p->ev, p->node->evbuf, EV_BUF, &len);
-		if (ret == -EAGAIN)
-			break;
-		if (ret) {
-			need = 1;
-			if (ret != -ENOBUFS)
-				break;
-			continue;
-		}
-		while (nl_next(p->node->evbuf, len, &off, &m) > 0)
-			if (relevant(&m))
-				need = 1;
-	}
-	if (need)
-		pod_pass(p);
-}
-
-static void on_nft_event(struct loop *l, int fd, void *data, int mask)
-{
-	struct pod *p = data;
-	int need = 0;
-	(void)l;
-	(void)fd;
-	(void)mask;
-
-	for (int i = 0; i < 64; i++) {
-		struct nl_msgview m;
-		size_t len, off = 0;
-		int ret = nl_recv_events(&p->nftev, p->node->evbuf, EV_BUF, &len);
-		if (ret == -EAGAIN)
-			break;
-		if (ret) {
-			need = 1;
-			if (ret != -ENOBUFS)
-				break;
-			continue;
-		}
-		while (nl_next(p->node->evbuf, len, &off, &m) > 0) {
-			struct nft_msg nm;
-			if (m.portid == p->nft.portid || nft_parse_msg(&m, &nm))
-				continue;
-			if (strcmp(nm.table, STEER_TABLE) == 0)
-				need = 1;
-		}
-	}
-	if (need && p->programmed) {
+	if (err && !nft)
+		log_error("pod %s: netlink events: %s", p->uid, strerror(-err));
+	if (need & PLAN_EV_RULESET) {
+		if (!p->programmed)
+			return; /* a pass that programs it is due already */
 		log_info("pod %s: nf_tables table %s was changed by another process: programming it "
 			 "again",
 			 p->uid, STEER_TABLE);
 		p->programmed = 0;
-		pod_pass(p);
 	}
+	if (need)
+		pod_pass(p);
 }
 
 /* ---- discovery ----------------------------------------------------------- */

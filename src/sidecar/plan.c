@@ -118,3 +118,68 @@ int plan_steer_eq(const struct steer_state *a, const struct steer_state *b)
 	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) && a->nlocal == b->nlocal &&
 	       !memcmp(a->local, b->local, a->nlocal * 4);
 }
+
+/* The kernel's "local 169.254.169.254" in table local (plumb.h). */
+static int kernel_local_imds(const struct nl_route *rt)
+{
+	return rt->table == RT_TABLE_LOCAL && rt->family == AF_INET && rt->has_dst &&
+	       rt->dst_len == 32 && memcmp(rt->dst, plumb_imds_ip, 4) == 0;
+}
+
+unsigned plan_event_relevant(const struct nl_msgview *m, int nft, uint32_t own_portid)
+{
+	struct nft_msg nm;
+	struct nl_route rt;
+	struct nl_rule ru;
+
+	if (nft) {
+		if (m->portid == own_portid || nft_parse_msg(m, &nm) ||
+		    strcmp(nm.table, STEER_TABLE) != 0)
+			return 0;
+		return PLAN_EV_PASS | PLAN_EV_RULESET;
+	}
+	switch (m->type) {
+	case RTM_NEWLINK:
+	case RTM_DELLINK:
+	case RTM_NEWADDR:
+	case RTM_DELADDR:
+		return PLAN_EV_PASS;
+	case RTM_NEWROUTE:
+	case RTM_DELROUTE:
+		if (nl_parse_route(m, &rt) || (rt.table != PLUMB_TABLE && !kernel_local_imds(&rt)))
+			return 0;
+		return PLAN_EV_PASS;
+	case RTM_NEWRULE:
+	case RTM_DELRULE:
+		return !nl_parse_rule(m, &ru) && ru.table == PLUMB_TABLE ? PLAN_EV_PASS : 0;
+	default:
+		return 0;
+	}
+}
+
+unsigned plan_events_read(struct nl_sock *ev, int nft, uint32_t own_portid, uint8_t *buf,
+			  size_t cap, unsigned max, int *err)
+{
+	const unsigned lost = nft ? PLAN_EV_PASS | PLAN_EV_RULESET : PLAN_EV_PASS;
+	unsigned need = 0;
+
+	*err = 0;
+	for (unsigned i = 0; i < max; i++) {
+		struct nl_msgview m;
+		size_t len, off = 0;
+		int ret = nl_recv_events(ev, buf, cap, &len);
+		if (ret == -EAGAIN)
+			break;
+		if (ret) {
+			need |= lost;
+			if (ret != -ENOBUFS) {
+				*err = ret;
+				break;
+			}
+			continue;
+		}
+		while (nl_next(buf, len, &off, &m) > 0)
+			need |= plan_event_relevant(&m, nft, own_portid);
+	}
+	return need;
+}

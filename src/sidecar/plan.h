@@ -54,4 +54,28 @@ int plan_program(struct nl_sock *nft, uint8_t *buf, size_t cap, const struct ste
 /* a and b say the same ruleset */
 int plan_steer_eq(const struct steer_state *a, const struct steer_state *b);
 
+/* What an event calls for, the same in the sidecar (run.c) and in the
+ * agent (each pod's sockets, src/node/node.c): */
+#define PLAN_EV_PASS 1u    /* a pass (plan_make) */
+#define PLAN_EV_RULESET 2u /* and the ruleset written again: another process changed it */
+
+/* One message of the rtnetlink event socket (nft 0), or of the nf_tables
+ * one (nft 1; the kinds are told apart by the socket, not by the message:
+ * nfnetlink's batch begin has rtnetlink's RTM_NEWLINK number): 0 or
+ * PLAN_EV_*.  rtnetlink: links and addresses, any (taps and bridges come
+ * and go, the pod's own addresses are aliased); rules and routes of
+ * PLUMB_TABLE; and the kernel's "local 169.254.169.254" in table local,
+ * which it writes again when veth-imds comes up and which must stay away
+ * (plumb.h).  nf_tables: a change to STEER_TABLE by any socket but
+ * own_portid (our own transaction's echo): PLAN_EV_PASS | PLAN_EV_RULESET. */
+unsigned plan_event_relevant(const struct nl_msgview *m, int nft, uint32_t own_portid);
+
+/* Reads the datagrams queued on event socket ev (nft as above; at most max,
+ * each into buf[0..cap)): what they call for together.  Lost events
+ * (-ENOBUFS: the kernel's queue overflowed) call for what any event of
+ * that socket could; another read error too, and ends the read with *err
+ * set to it (else 0) for the caller to log. */
+unsigned plan_events_read(struct nl_sock *ev, int nft, uint32_t own_portid, uint8_t *buf,
+			  size_t cap, unsigned max, int *err);
+
 #endif

@@ -338,102 +338,30 @@ static void reconcile(struct run *r)
 
 /* ---- events -------------------------------------------------------------- */
 
-/* Does this rtnetlink event concern what we look at?  Links: any (taps and
- * bridges come and go only while the pod is set up); addresses: any (the
- * pod's own, for the aliases); routes and rules: ours, and the kernel's
- * "local 169.254.169.254" in table local, which must stay away (plumb.h). */
-static int relevant(const struct nl_msgview *m)
-{
-	struct nl_route rt;
-	struct nl_rule ru;
-
-	switch (m->type) {
-	case RTM_NEWLINK:
-	case RTM_DELLINK:
-	case RTM_NEWADDR:
-	case RTM_DELADDR:
-		return 1;
-	case RTM_NEWROUTE:
-	case RTM_DELROUTE:
-		return !nl_parse_route(m, &rt) &&
-		       (rt.table == PLUMB_TABLE ||
-			(rt.table == RT_TABLE_LOCAL && rt.family == AF_INET && rt.has_dst &&
-			 rt.dst_len == 32 && memcmp(rt.dst, plumb_imds_ip, 4) == 0));
-	case RTM_NEWRULE:
-	case RTM_DELRULE:
-		return !nl_parse_rule(m, &ru) && ru.table == PLUMB_TABLE;
-	default:
-		return 0;
-	}
-}
-
-static void on_event(struct loop *l, int fd, void *data, int mask)
+/* Both event sockets, rtnetlink and nf_tables: what their events call for
+ * (plan.h, the same decision as the node agent's): a pass; and, when
+ * someone else changed our tables (nft flush ruleset, a debugging
+ * operator), the ruleset written again, as any other removed plumbing. */
+static void on_events(struct loop *l, int fd, void *data, int mask)
 {
 	struct run *r = data;
-	int need = 0;
+	int nft = fd == r->nftev.fd, err;
+	unsigned need = plan_events_read(nft ? &r->nftev : &r->ev, nft, r->nft.portid,
+					 r->evbuf, EV_BUF, 256, &err);
 	(void)l;
-	(void)fd;
 	(void)mask;
 
-	for (int i = 0; i < 256; i++) {
-		struct nl_msgview m;
-		size_t len, off = 0;
-		int ret = nl_recv_events(&r->ev, r->evbuf, EV_BUF, &len);
-		if (ret == -EAGAIN)
-			break;
-		if (ret) {
-			/* -ENOBUFS: events were lost; trust nothing, look. */
-			if (ret != -ENOBUFS)
-				log_error("net: netlink events: %s", strerror(-ret));
-			need = 1;
-			if (ret != -ENOBUFS)
-				break;
-			continue;
-		}
-		while (nl_next(r->evbuf, len, &off, &m) > 0)
-			if (relevant(&m))
-				need = 1;
-	}
-	if (need)
-		reconcile(r);
-}
-
-/* Someone else changed our tables (nft flush ruleset, a debugging
- * operator): put them back, as any other removed plumbing. */
-static void on_nft_event(struct loop *l, int fd, void *data, int mask)
-{
-	struct run *r = data;
-	int need = 0;
-	(void)l;
-	(void)fd;
-	(void)mask;
-
-	for (int i = 0; i < 256; i++) {
-		struct nl_msgview m;
-		size_t len, off = 0;
-		int ret = nl_recv_events(&r->nftev, r->evbuf, EV_BUF, &len);
-		if (ret == -EAGAIN)
-			break;
-		if (ret) {
-			need = 1;
-			if (ret != -ENOBUFS)
-				break;
-			continue;
-		}
-		while (nl_next(r->evbuf, len, &off, &m) > 0) {
-			struct nft_msg nm;
-			if (m.portid == r->nft.portid || nft_parse_msg(&m, &nm))
-				continue; /* our own transaction's echo */
-			if (strcmp(nm.table, STEER_TABLE) == 0)
-				need = 1;
-		}
-	}
-	if (need && r->programmed) {
+	if (err && !nft)
+		log_error("net: netlink events: %s", strerror(-err));
+	if (need & PLAN_EV_RULESET) {
+		if (!r->programmed)
+			return; /* a pass that programs it is due already */
 		log_info("net: nf_tables table %s was changed by another process: programming it again",
 			 STEER_TABLE);
 		r->programmed = 0;
-		reconcile(r);
 	}
+	if (need)
+		reconcile(r);
 }
 
 static void on_wait_timer(struct loop *l, int fd, void *data, int mask)
@@ -555,8 +483,8 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 		snprintf(err, errlen, "timerfd: %s", strerror(errno));
 		goto fail;
 	}
-	if ((ret = loop_add(l, r->ev.fd, LOOP_READABLE, on_event, r)) ||
-	    (ret = loop_add(l, r->nftev.fd, LOOP_READABLE, on_nft_event, r)) ||
+	if ((ret = loop_add(l, r->ev.fd, LOOP_READABLE, on_events, r)) ||
+	    (ret = loop_add(l, r->nftev.fd, LOOP_READABLE, on_events, r)) ||
 	    (ret = loop_add(l, r->wait_tfd, LOOP_READABLE, on_wait_timer, r)) ||
 	    (ret = loop_add(l, r->retry_tfd, LOOP_READABLE, on_retry_timer, r))) {
 		snprintf(err, errlen, "event loop: %s", strerror(-ret));

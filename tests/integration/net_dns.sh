@@ -19,42 +19,10 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/tap.sh"
 # shellcheck source=../lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=../lib/dns.sh
+. "$(dirname "$0")/../lib/dns.sh"
 
-DNS=$REPO/tests/lib/dns_probe.py
-SVC=169.254.169.254
-
-# dns_node: the node's resolver on .254 (an address of the node's, as GKE's).
-dns_node() {
-	ip -n "$NS_NODE" addr add "$SVC/32" dev lo || return 1
-	: >"$NET_TMP/dns.log"
-	ip netns exec "$NS_NODE" "$PY" "$DNS" serve "$SVC" "$NET_TMP/dns.log" >"$NET_TMP/dns.out" 2>&1 &
-	BG_PIDS+=($!)
-	local i
-	for ((i = 0; i < 200; i++)); do grep -q '^ready' "$NET_TMP/dns.out" && return 0; sleep 0.02; done
-	echo "resolver did not start: $(cat "$NET_TMP/dns.out")" >&2
-	return 1
-}
-
-# resolves WHAT NETNS: udp and tcp queries to .254 from NETNS, each answered
-# 192.0.2.53 by the node (its log names the query); echoes what happened.
-resolves() {
-	local ns=$2 p out n0 n1 bad=0
-	for p in udp tcp; do
-		n0=$(grep -c "^$p .* $p-$1\.example$" "$NET_TMP/dns.log")
-		out=$(ip netns exec "$ns" "$PY" "$DNS" query "$SVC" "$p" "$p-$1.example" 2>&1)
-		n1=$(grep -c "^$p .* $p-$1\.example$" "$NET_TMP/dns.log")
-		echo "$p: $out (node saw $((n1 - n0)))"
-		[[ $out == 192.0.2.53 ]] && ((n1 > n0)) || bad=1
-	done
-	return $bad
-}
-
-check_resolves() { # NAME TAG NETNS
-	local r
-	if r=$(resolves "$2" "$3"); then ok "$1 ($(tr '\n' ' ' <<<"$r"))"; else not_ok "$1" "$r" "$(imds_log_tail 5)"; fi
-}
-
-local_entries() { in_pod ip -4 route show table local | grep -c "local $SVC "; }
+DNS_DIAG=(imds_log_tail 5)
 
 # One launcher: MODE masquerade | bridge.
 suite() {

@@ -15,6 +15,8 @@ set -uo pipefail
 . "$(dirname "$0")/../lib/netns.sh"
 # shellcheck source=../lib/podfolder.sh
 . "$(dirname "$0")/../lib/podfolder.sh"
+# shellcheck source=../lib/dns.sh
+. "$(dirname "$0")/../lib/dns.sh"
 
 AGENT_LOG=$NET_TMP/agent.log
 UID_A=0b6f4c1e-1a2b-4c3d-8e9f-00000000000a # masquerade
@@ -245,9 +247,11 @@ out=$(guest_get "$VM_A" /v1/identity -H 'Metadata: true' 2>&1)
 out2=$(guest_get "$VM_B" /v1/identity -H 'Metadata: true' 2>&1)
 if [[ $out == *"vm-$UID_A"* && $out2 == *"vm-$UID_B"* ]]; then ok "restarted agent: both guests served"; else not_ok "restarted agent: both guests served" "$out" "$out2"; fi
 # veth-imds deleted under the restarted agent: rebuilt, a new listener set
+# (a second "serving ... from the node agent" line: the first is in the log from the start)
 ip -n "$NS_A" link del veth-imds
-if wait_for_line "$NET_TMP/sidecar-a.log" 'generation [0-9]+\), hop' 10 &&
-	(($(grep -c 'from the node agent (generation' "$NET_TMP/sidecar-a.log") >= 2)); then
+served_twice() { (($(grep -c 'from the node agent (generation [0-9]*), hop' "$NET_TMP/sidecar-a.log") >= 2)); }
+for _ in $(seq 500); do served_twice && break; sleep 0.02; done
+if served_twice; then
 	ok "veth-imds deleted: rebuilt by the agent, a new listener set passed"
 else
 	not_ok "veth-imds deleted: rebuilt by the agent, a new listener set passed" "$(tail -4 "$NET_TMP/sidecar-a.log")" "$(tail -4 "$NET_TMP/agent2.log")"
@@ -257,6 +261,51 @@ for _ in $(seq 50); do out=$(guest_get "$VM_A" /v1/identity -H 'Metadata: true' 
 if [[ $out == *"vm-$UID_A"* ]]; then ok "veth-imds deleted: the guest served again"; else not_ok "veth-imds deleted: the guest served again" "$out"; fi
 n=$(NS_NODE=$NS_TAG-na node_capture_count)
 if [[ $n == 0 ]]; then ok "the node captured no packet to or from .254 (agent absent, killed, restarted)"; else not_ok "the node captured no packet to or from .254" "$n packets" "$(NS_NODE=$NS_TAG-na node_capture_show)"; fi
+
+# ---- DNS at .254 after a flap of veth-imds, and a rewrite of the local entry ----
+# As net_dns.sh checks for the sidecar in pod mode (issue 32): only TCP to the service's
+# port makes .254 local to the pod (table 169254, behind 'to .254 ipproto tcp dport 80');
+# the kernel's 'local 169.254.169.254' entry in table local, which it writes again when
+# veth-imds comes up (fib_add_ifaddr at NETDEV_UP), is moved away by the agent too, so
+# that a guest's DNS at .254 (GKE's resolver) still reaches the node. Pod A (masquerade:
+# the pod routes the guest's packets; a local .254 there answers UDP 53 'port
+# unreachable' and refuses TCP 53). A capture on its node: DNS only, nothing to port 80.
+DNS_DIAG=(tail -5 "$NET_TMP/agent2.log")
+if NS_NODE=$NS_TAG-na dns_node; then
+	NS_NODE=$NS_TAG-na node_capture_start
+	check_resolves "pod A: before the flap, the guest's DNS at .254 is the node's" a-before "$VM_A"
+	NS_POD=$NS_A in_pod ip link set veth-imds down
+	NS_POD=$NS_A in_pod ip link set veth-imds up
+	for _ in $(seq 100); do
+		[[ $(NS_POD=$NS_A local_entries) == 0 ]] && guest_get "$VM_A" /healthz >/dev/null 2>&1 && break
+		sleep 0.02
+	done
+	expect_eq "pod A: veth-imds flapped: the kernel's 'local .254' out of table local again, in table 169254 only" "0 1" \
+		"$(NS_POD=$NS_A local_entries) $(ip -n "$NS_A" -4 route show table 169254 | grep -c "^local $SVC dev veth-imds")"
+	check_resolves "pod A: after the flap, the guest's DNS at .254 is the node's" a-flap "$VM_A"
+	# The entry written again with no link or address event beside it (as the kernel
+	# writes it: proto kernel, scope host; here by hand, as an operator or another node
+	# agent might): only its route event says so. (The flap's own rewrite comes with a
+	# link event, and the agent's pass on the 'down' brings veth-imds up itself.)
+	ip -n "$NS_A" route add table local local "$SVC" dev veth-imds proto kernel scope host src "$SVC"
+	for _ in $(seq 100); do [[ $(NS_POD=$NS_A local_entries) == 0 ]] && break; sleep 0.02; done
+	expect_eq "pod A: 'local .254' written into table local alone (a route event, no link event): moved away again" 0 \
+		"$(NS_POD=$NS_A local_entries)"
+	check_resolves "pod A: after the rewrite, the guest's DNS at .254 is the node's" a-rewrite "$VM_A"
+	check_resolves "pod A: after them, a process of the pod (as passt's DNS forwarding) resolves at the node's .254" a-pod "$NS_A"
+	out=$(guest_get "$VM_A" /v1/identity -H 'Metadata: true' 2>&1)
+	if [[ $out == *"vm-$UID_A"* ]]; then ok "pod A: after them, the guest is served"; else not_ok "pod A: after them, the guest is served" "$out" "$(tail -4 "$NET_TMP/agent2.log")"; fi
+	n=$(NS_NODE=$NS_TAG-na node_capture_count)
+	other=$(tcpdump -n -r "$(NS_NODE=$NS_TAG-na node_capture_file cali0)" 'not port 53' 2>/dev/null | wc -l)
+	if ((n > 0)) && [[ $other == 0 ]]; then
+		ok "pod A's node saw DNS for .254 ($n packets) and nothing else for it: no port 80, no ARP"
+	else
+		not_ok "pod A's node saw DNS for .254 and nothing else for it" "$n packets, $other not DNS" \
+			"$(tcpdump -n -r "$(NS_NODE=$NS_TAG-na node_capture_file cali0)" 'not port 53' 2>/dev/null | head -5)"
+	fi
+else
+	not_ok "a resolver at .254 on pod A's node"
+fi
 
 # ---- N pods created and deleted in a loop ---------------------------------
 N=${NODE_AGENT_PODS:-110}

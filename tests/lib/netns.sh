@@ -281,10 +281,7 @@ NFT
 	ip netns exec "$NS_POD" setpriv --reuid=1337 --regid=1337 --clear-groups \
 		"$PY" - <"$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
 	BG_PIDS+=($!)
-	local i
-	for ((i = 0; i < 200; i++)); do grep -q '^ready' "$NET_TMP/istio.log" && return 0; sleep 0.02; done
-	echo "istio_proxy did not start: $(cat "$NET_TMP/istio.log")" >&2
-	return 1
+	wait_ready "$NET_TMP/istio.log" istio_proxy
 }
 
 # KubeVirt's bridge binding on the pod network (netpod.go
@@ -570,6 +567,15 @@ pod_refused() {
 cloudinit_fetch() {
 	ip netns exec "$1" "$PY" "$REPO/tests/lib/cloudinit_client.py" \
 		--serial 'ds=nocloud;s=http://169.254.169.254/v1/;dsmode=net' --mode datasource
+}
+
+# wait_ready FILE WHAT: until a helper started in the background says "ready"
+# in FILE (4 s at most), else says that WHAT did not start, with FILE.
+wait_ready() {
+	local i
+	for ((i = 0; i < 200; i++)); do grep -qs '^ready' "$1" && return 0; sleep 0.02; done
+	echo "$2 did not start: $(cat "$1" 2>&1)" >&2
+	return 1
 }
 
 # node_capture_start [IF...]: tcpdump in the node netns, on every link the
