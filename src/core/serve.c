@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sbuf.h"
 
 unsigned long serve_raise_nofile(void)
 {
@@ -82,4 +83,29 @@ void serve_signals_close(struct serve_signals *ss)
 		close(ss->fd);
 	}
 	ss->fd = -1;
+}
+
+int serve_ops_method_ok(const struct http_request *req, struct http_response *res)
+{
+	if (req->method == HTTP_M_GET || req->method == HTTP_M_HEAD)
+		return 1;
+	http_res_error(res, 405, "method_not_allowed", "only GET and HEAD are supported");
+	http_res_header(res, "Allow", "GET, HEAD");
+	return 0;
+}
+
+int serve_ops_healthz(const struct http_request *req, struct http_response *res)
+{
+	if (!http_span_eq(req->path, "/healthz"))
+		return 0;
+	http_res_text(res, 200, "text/plain", "ok", 2);
+	return 1;
+}
+
+void serve_ops_metrics(struct http_response *res, const struct sbuf *b)
+{
+	if (b->overflow)
+		http_res_error(res, 500, "internal", "metrics buffer too small");
+	else
+		http_res_text(res, 200, "text/plain; version=0.0.4", b->p, b->len);
 }

@@ -23,6 +23,15 @@ unsigned long serve_raise_nofile(void);
 /* The http_logger of both programs: one access line per request. */
 void serve_access_log(const struct http_request *req, int status, size_t bytes, void *ud);
 
+/* The operator's endpoints of a program (/healthz, /readyz, /metrics):
+ * GET and HEAD only.  1 when req may go on; else 0, res holding the 405
+ * with its Allow.  /healthz answered "ok" here too (1 returned: handled). */
+int serve_ops_method_ok(const struct http_request *req, struct http_response *res);
+int serve_ops_healthz(const struct http_request *req, struct http_response *res);
+/* /metrics: the Prometheus text in b, or a 500 when it outgrew its buffer. */
+struct sbuf;
+void serve_ops_metrics(struct http_response *res, const struct sbuf *b);
+
 /* Blocks SIGTERM and SIGINT, watches them through a signalfd in l, and
  * flushes the access log before each sleep.  0 or -errno. */
 int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http);

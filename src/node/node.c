@@ -1,5 +1,6 @@
 #include "node.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +20,15 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "nft.h"
 #include "nl.h"
 #include "nodemsg.h"
 #include "plan.h"
 #include "plumb.h"
+#include "serve.h"
 #include "ndp.h"
 #include "responder.h"
 #include "steer.h"
@@ -94,6 +98,10 @@ struct node {
 	uint8_t *evbuf, *nftbuf;
 	struct nl_link *links;
 	size_t nlinks;
+	struct node_counters ctr;
+	struct http_server *http; /* --metrics-addr: /healthz, /readyz, /metrics */
+	char *mbuf;
+	int scanned;              /* the first rescan done */
 };
 
 static void pod_pass(struct pod *p);
@@ -222,6 +230,7 @@ static void pod_drop(struct pod *p, int failed)
 	p->netns = -1;
 	p->state = POD_IDLE;
 	if (failed) {
+		p->node->ctr.refused++;
 		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : 500u;
 		if (p->backoff_ms > p->node->o->backoff_max_ms)
 			p->backoff_ms = p->node->o->backoff_max_ms;
@@ -553,12 +562,14 @@ out:
 	if (!ret) {
 		p->sent_if = p->ps.veth;
 		p->sent_v6 = p->ps.v6;
+		p->node->ctr.listener_sets++;
 	}
 	return ret;
 }
 
 static void pass_failed(struct pod *p)
 {
+	p->node->ctr.pass_failed++;
 	p->pass_ms = p->pass_ms ? p->pass_ms * 2 : RETRY_MIN_MS;
 	if (p->pass_ms > RETRY_MAX_MS)
 		p->pass_ms = RETRY_MAX_MS;
@@ -575,6 +586,7 @@ static void pod_pass(struct pod *p)
 	if (p->state != POD_ACTIVE)
 		return;
 	p->pass_at = 0;
+	n->ctr.passes++;
 	if (enter(p)) {
 		pod_drop(p, 1);
 		return;
@@ -609,6 +621,8 @@ static void pod_pass(struct pod *p)
 	}
 	int servable = p->pc.passt || p->want.ntaps > 0;
 	if (servable && !p->serving)
+		n->ctr.served++;
+	if (servable && !p->serving)
 		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config", p->uid,
 			 p->want.ntaps, p->pc.passt ? " and passt" : "",
 			 (unsigned long long)(loop_clock_ms() - p->since_ms));
@@ -616,6 +630,7 @@ static void pod_pass(struct pod *p)
 		char what[160];
 		plumb_changes_text(changes, what, sizeof(what));
 		log_info("pod %s: restored plumbing (%s)", p->uid, what);
+		n->ctr.restored++;
 	}
 	p->serving = servable;
 out:
@@ -888,6 +903,81 @@ static void before_sleep(struct loop *l, void *data)
 	log_flush();
 }
 
+/* ---- health and metrics (--metrics-addr) ----------------------------------- */
+
+#define METRICS_BUF 4096
+
+static void handle(const struct http_request *req, struct http_response *res, void *ud)
+{
+	struct node *n = ud;
+	struct http_span p = req->path;
+
+	/* /healthz is answered from the one loop that does everything: a stuck
+	 * loop answers nothing, and the kubelet restarts the agent */
+	if (!serve_ops_method_ok(req, res) || serve_ops_healthz(req, res))
+		return;
+	if (http_span_eq(p, "/readyz")) {
+		if (n->scanned)
+			http_res_text(res, 200, "text/plain", "ok", 2);
+		else
+			http_res_error(res, 503, "not_ready", "the pods folder not read yet");
+	} else if (http_span_eq(p, "/metrics")) {
+		struct node_gauges g = {.pods = (unsigned)n->npods, .max_pods = NODE_PODS_MAX};
+		for (size_t i = 0; i < n->npods; i++) {
+			g.connected += n->pods[i]->state != POD_IDLE;
+			g.serving += n->pods[i]->state == POD_ACTIVE && n->pods[i]->serving;
+		}
+		struct sbuf b = SBUF_INIT(n->mbuf, METRICS_BUF);
+		node_metrics_render(&n->ctr, &g, n->o->version ? n->o->version : "dev", &b);
+		serve_ops_metrics(res, &b);
+	} else {
+		http_res_error(res, 404, "not_found", "no such path");
+	}
+}
+
+/* The listener for --metrics-addr; 0, -EINVAL for an address that is not
+ * one, or -1 (said why). */
+static int metrics_listen(struct node *n)
+{
+	struct http_limits lim = HTTP_LIMITS_DEFAULT;
+	struct sockaddr_storage sa = {0};
+	socklen_t sl = sizeof(sa);
+	char err[256], host[64] = "?";
+	unsigned port = 0;
+	int fd;
+
+	lim.max_conns = 16; /* the kubelet's probes and a scraper */
+	n->mbuf = malloc(METRICS_BUF);
+	n->http = n->mbuf ? http_server_new(n->loop, &lim, handle, NULL, n) : NULL;
+	if (!n->http) {
+		log_error("--metrics-addr: out of memory");
+		return -1;
+	}
+	fd = http_listen_addr(n->o->metrics_addr, 16, err, sizeof(err));
+	if (fd < 0) {
+		log_error("--metrics-addr: %s", err);
+		return fd == -EINVAL ? -EINVAL : -1;
+	}
+	if (http_server_listen_fd(n->http, fd) < 0) {
+		close(fd);
+		log_error("--metrics-addr: cannot watch the listener");
+		return -1;
+	}
+	if (!getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		if (sa.ss_family == AF_INET) {
+			const struct sockaddr_in *a = (const struct sockaddr_in *)&sa;
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (sa.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&sa;
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	log_info("health and metrics on %s port %u (/healthz, /readyz, /metrics)", host, port);
+	return 0;
+}
+
 int node_main(const struct node_opts *o)
 {
 	struct node n = {.o = o, .dirfd = -1, .ino = -1, .tick = -1, .sigfd = -1, .self_ns = -1};
@@ -937,9 +1027,14 @@ int node_main(const struct node_opts *o)
 		log_error("event loop: %s", strerror(-r));
 		goto out;
 	}
+	if (o->metrics_addr && (r = metrics_listen(&n))) {
+		status = r == -EINVAL ? 2 : 1;
+		goto out;
+	}
 	log_info("watching %s/<pod UID>/%s (rescan every %u ms)", o->pods_dir, NODE_SOCK_REL,
 		 o->rescan_ms);
 	rescan(&n);
+	n.scanned = 1;
 	loop_timer_arm(n.tick, loop_clock_ms() + TICK_MS);
 	r = loop_run(n.loop);
 	status = r < 0 ? 1 : 0;
@@ -962,6 +1057,8 @@ out:
 	free(n.evbuf);
 	free(n.nftbuf);
 	free(n.links);
+	http_server_free(n.http);
+	free(n.mbuf);
 	if (n.loop)
 		loop_free(n.loop);
 	return status;

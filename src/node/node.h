@@ -31,6 +31,8 @@ struct node_opts {
 	unsigned rescan_ms;    /* the net under inotify */
 	unsigned hello_ms;     /* connect to config: the most a pod may take */
 	unsigned backoff_max_ms;
+	const char *metrics_addr; /* "HOST:PORT" for /healthz, /readyz, /metrics; NULL: none */
+	const char *version;      /* for imds_node_build_info */
 };
 
 /* Runs until SIGTERM/SIGINT; the exit status. */

@@ -13,6 +13,7 @@
 #include "dfile.h"
 #include "http.h"
 #include "ifaces.h"
+#include "cli.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
@@ -119,14 +120,9 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 		answer_review(w, req, res);
 		return;
 	}
-	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
-		http_res_error(res, 405, "method_not_allowed", "only GET and HEAD are supported");
-		http_res_header(res, "Allow", "GET, HEAD");
+	if (!serve_ops_method_ok(req, res) || serve_ops_healthz(req, res))
 		return;
-	}
-	if (http_span_eq(p, "/healthz")) {
-		http_res_text(res, 200, "text/plain", "ok", 2);
-	} else if (http_span_eq(p, "/readyz")) {
+	if (http_span_eq(p, "/readyz")) {
 		if (tls_server_ready(w->tls))
 			http_res_text(res, 200, "text/plain", "ok", 2);
 		else
@@ -147,10 +143,7 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 			    "# TYPE imds_webhook_build_info gauge\n"
 			    "imds_webhook_build_info{version=\"%s\"} 1\n",
 			    IMDS_VERSION);
-		if (b.overflow)
-			http_res_error(res, 500, "internal", "metrics buffer too small");
-		else
-			http_res_text(res, 200, "text/plain; version=0.0.4", b.p, b.len);
+		serve_ops_metrics(res, &b);
 	} else {
 		http_res_error(res, 404, "not_found", "no such path");
 	}
@@ -158,20 +151,7 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 
 static int flag(int argc, char **argv, int *i, const char *name, const char **out)
 {
-	size_t n = strlen(name);
-	if (strcmp(argv[*i], name) == 0) {
-		if (*i + 1 >= argc) {
-			fprintf(stderr, "imds-webhook: %s needs a value\n", name);
-			exit(EXIT_CONFIG);
-		}
-		*out = argv[++*i];
-		return 1;
-	}
-	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') {
-		*out = argv[*i] + n + 1;
-		return 1;
-	}
-	return 0;
+	return cli_flag(argc, argv, i, "imds-webhook", name, out);
 }
 
 int main(int argc, char **argv)

@@ -143,7 +143,7 @@ if ((st == 1 && ms < 3000)) && [[ $out == *"after 1 s"*"imds-node DaemonSet"* ]]
 else
 	not_ok "await with no agent: 1 after its timeout, naming the DaemonSet" "status $st after $ms ms: $out"
 fi
-agent_start "$AGENT_LOG"
+agent_start "$AGENT_LOG" --metrics-addr 127.0.0.1:0
 await_in "$UID_C" "$NS_C" 10
 st=$?
 out=$(cat "$NET_TMP/await.out")
@@ -209,6 +209,33 @@ ha=$(grep -c "pod ${H}06: refused" "$AGENT_LOG")
 sleep 2
 hb=$(grep -c "pod ${H}06: refused" "$AGENT_LOG")
 if ((hb - ha <= 2)); then ok "the flooding pod is retried with a growing delay (refused $((hb - ha)) time(s) in 2 s)"; else not_ok "the flooding pod is retried with a growing delay" "$((hb - ha)) refusals in 2 s"; fi
+
+# ---- the agent's health and metrics (--metrics-addr) -----------------------
+mport=$(sed -nE 's/.*health and metrics on 127\.0\.0\.1 port ([0-9]+) .*/\1/p' "$AGENT_LOG" | tail -1)
+mget() { # PATH [curl args...]: the status; the body into m.body
+	local path=$1
+	shift
+	: >"$NET_TMP/m.body"
+	curl -s --noproxy '*' -o "$NET_TMP/m.body" -w '%{http_code}' "$@" "http://127.0.0.1:${mport:-1}$path"
+}
+mval() { awk -v k="$1" '$1 == k {print $2}' "$NET_TMP/m.body"; }
+expect_eq "agent /healthz and /readyz: 200 ok" "200 ok 200 ok" "$(mget /healthz) $(cat "$NET_TMP/m.body") $(mget /readyz) $(cat "$NET_TMP/m.body")"
+code=$(mget /metrics)
+serving=$(mval imds_node_pods_serving)
+refused=$(mval imds_node_pod_refusals_total)
+sets=$(mval imds_node_listener_sets_total)
+# (this agent came after the sidecars had their listeners: it adopted them, passing none)
+if [[ $code == 200 ]] && ((serving == 3 && $(mval imds_node_pods_served_total) == 3 && refused >= 9 && sets == 0)) &&
+	grep -q '^imds_node_build_info{version="' "$NET_TMP/m.body"; then
+	ok "agent /metrics: 3 pods serving, $refused refusals (the hostile pods), no listener set passed again (adopted), its version"
+else
+	not_ok "agent /metrics: 3 pods serving, the hostile pods' refusals, no listener set passed again" "HTTP $code" "$(grep -v '^#' "$NET_TMP/m.body")"
+fi
+expect_eq "agent: POST /metrics 405, an unknown path 404, each with a JSON reason" \
+	"405 method_not_allowed 404 not_found" \
+	"$(mget /metrics -X POST) $("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$NET_TMP/m.body") $(mget /nope) $("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$NET_TMP/m.body")"
+out=$("$IMDS_NODE" --pods-dir "$PODS_DIR" --metrics-addr nonsense 2>&1)
+expect_eq "agent: --metrics-addr that is no address: exit 2, the flag named" "2 yes" "$? $([[ $out == *'--metrics-addr: invalid listen address'* ]] && echo yes)"
 
 # ---- the agent SIGKILLed and restarted ------------------------------------
 plumb_a0=$(count_in "$NS_A")
@@ -351,6 +378,39 @@ for x in a b; do
 done
 agent_stop TERM
 if grep -q 'stopping; every pod' "$NET_TMP/agent2.log"; then ok "SIGTERM: the agent stops, leaving every pod's plumbing"; else not_ok "SIGTERM: the agent stops" "$(tail -3 "$NET_TMP/agent2.log")"; fi
+
+# ---- the DaemonSet's own command line ---------------------------------------
+# deploy/node/daemonset.yaml's command and args, as the kubelet runs them (in
+# a network namespace of its own, as the agent's pod), the pods folder then
+# pointed here: the flags taken (--name=value), and its probes answered on
+# the port and paths the manifest names.
+mapfile -t DS < <("$PY" -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "DaemonSet":
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        port = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+        for k in ("livenessProbe", "readinessProbe"):
+            g = c[k]["httpGet"]
+            print("%s %s" % (g["path"], port.get(g["port"], g["port"])))
+        print(" ".join(c["command"] + c["args"]))
+' "$REPO/deploy/node/daemonset.yaml")
+ns=$NS_TAG-ds
+ip netns add "$ns" && ip -n "$ns" link set lo up
+: >"$NET_TMP/agent-ds.log"
+# shellcheck disable=SC2086 # the manifest's words
+ip netns exec "$ns" "$IMDS_NODE" ${DS[2]#/imds-node} --pods-dir "$PODS_DIR" >"$NET_TMP/agent-ds.log" 2>&1 &
+DSPID=$!
+wait_for_line "$NET_TMP/agent-ds.log" 'watching ' 10
+codes=""
+for k in 0 1; do
+	codes+="$(ip netns exec "$ns" curl -s --noproxy '*' -o /dev/null -w '%{http_code}' "http://127.0.0.1:${DS[k]#* }${DS[k]%% *}") "
+done
+kill "$DSPID" 2>/dev/null
+wait "$DSPID" 2>/dev/null
+ip netns del "$ns"
+expect_eq "the DaemonSet's command line runs the agent, its liveness and readiness probes answered 200 (${DS[0]}, ${DS[1]})" \
+	"200 200 " "$codes"
 
 # ---- a new pod found by the folders' events alone --------------------------
 # The rescan a minute away: what serves a new pod is inotify, on the pods

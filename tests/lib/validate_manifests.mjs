@@ -361,7 +361,13 @@ function checkNode(docs, get, c, which) {
     assert(!p.hostNetwork && !p.hostIPC, "host network or IPC");
     assert(!p.initContainers && p.containers.length === 1, "one container, no init containers");
     const ct = p.containers[0];
-    assert(!ct.ports, "ports (hostPort) open");
+    // One port, the agent's /healthz, /readyz and /metrics in its own pod
+    // network (--metrics-addr): never on the node's (no hostPort, no hostIP).
+    assert(JSON.stringify(ct.ports) === '[{"containerPort":8080,"name":"metrics","protocol":"TCP"}]',
+      `ports ${JSON.stringify(ct.ports)}: want metrics 8080/TCP alone, no hostPort`);
+    assert((ct.args || []).includes("--metrics-addr=:8080"), "args lack --metrics-addr=:8080");
+    for (const [k, path] of [["livenessProbe", "/healthz"], ["readinessProbe", "/readyz"]])
+      assert(ct[k]?.httpGet?.path === path && ct[k]?.httpGet?.port === "metrics", `${k}: httpGet ${path} on port metrics`);
     const sc = ct.securityContext || {};
     assert(sc.privileged === false, "privileged is not false");
     assert(sc.allowPrivilegeEscalation === false, "allowPrivilegeEscalation");
