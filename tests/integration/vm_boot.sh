@@ -17,7 +17,13 @@
 #     /v1/identity and /v1/token itself (compared with what the sidecar
 #     serves), gets 400 without the header, cloud-init reports done without
 #     errors; then it reboots on the same disk: same instance, so SSH host
-#     keys are unchanged and runcmd does not run again.  (masquerade: the
+#     keys are unchanged and runcmd does not run again.  Its user data from
+#     a Secret-backed cloudInitConfigDrive volume, read by cloud-init's
+#     OpenStack datasource (issue 30): the VMI's chassis asset tag "OpenStack
+#     Nova" (SMBIOS type 3), the datasource list [NoCloud, OpenStack, None] on
+#     the kernel command line; DataSourceOpenStackLocal takes the instance
+#     from /openstack, network_data.json is 404, eth0 by fallback DHCP.
+#     (masquerade: the
 #     same without Istio, not in the default set: the net suites have it.)
 #   linklocal: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
 #     init's network-config from the kernel command line), with
@@ -81,8 +87,8 @@
 # `make test` (the stage runs in both builds, and CI has 45 minutes of its 90
 # for all of it: issue 34). The ASan build boots those whose guest drives a
 # part of the sidecar no other ASan suite drives with a real guest:
-# masquerade + Istio and migration (istio), the ARP responder and restarts
-# under SIGKILL (linklocal), bridge binding's alias and network-config
+# masquerade + Istio, migration and cloud-init's OpenStack datasource
+# (istio), the ARP responder and restarts under SIGKILL (linklocal), bridge binding's alias and network-config
 # (bridge-trixie), passt's loopback path (passt), NDP and the IPv6 listeners
 # (ipv6). The debug build boots the rest: bridge (Debian 12 in the same
 # binding as bridge-trixie; its Secret-backed cloudInitNoCloud volume is read
@@ -292,6 +298,10 @@ cat >>"$USER_DATA" <<'EOF'
       echo "IMDS-ADDR6 boot=$n $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | tr '\n' ' ')"
       echo "IMDS-NEIGH boot=$n $(ip neigh show 169.254.169.254 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')"
       echo "IMDS-QUERY boot=$n $(cloud-init query --format 'role={{ ds.meta_data.role }} tier={{ ds.meta_data.tier }}' 2>&1)"
+      # OpenStack's meta_data.json carries the custom meta-data under meta
+      echo "IMDS-QUERY-OS boot=$n $(cloud-init query --format 'role={{ ds.meta_data.meta.role }} tier={{ ds.meta_data.meta.tier }}' 2>&1)"
+      echo "IMDS-DS boot=$n $(cloud-init query --format 'platform={{ v1.platform }} subplatform={{ v1.subplatform }} iid={{ v1.instance_id }}' 2>&1)"
+      echo "IMDS-NETCFG boot=$n $(grep -ao 'Applying network configuration from [a-z]* bringup=[A-Za-z]*' /var/log/cloud-init.log | tail -n 1)"
       echo "IMDS-CI boot=$n iid=$(cat /var/lib/cloud/data/instance-id) ud=$(sha256sum </var/lib/cloud/instance/user-data.txt | cut -c1-64)"
       echo "IMDS-OPENSTACK boot=$n $(/usr/local/sbin/imds-e2e-openstack 2>/dev/null | tr '\n' ' ')"
       echo "IMDS-REPORT-DONE boot=$n hostname=$(hostname)")
@@ -703,8 +713,25 @@ guest_checks() {
 	else
 		not_ok "$l: cloud-init reports no errors" "$got" "$(grep -a 'IMDS-STATUS boot=1 ' "$con" | tr -d '\r')"
 	fi
+	if [[ -n ${CHASSIS_ASSET:-} ]]; then
+		openstack_ds_checks "$l" "$con"
+	else
+		nocloud_ds_checks "$l" "$con"
+	fi
+	if [[ -n ${VOL_IID:-} ]]; then
+		expect_eq "$l: the guest's instance-id is KubeVirt's and the raw user data it stored (user-data.txt, sha256) the volume's" \
+			"iid=$VOL_IID ud=$(sha256sum <"$SC_UD" | cut -c1-64)" "$(line "$con" 'IMDS-CI boot=1 ' | cut -d' ' -f3-)"
+	fi
+	openstack_checks "$l" "$con" "$iid"
+}
+
+# nocloud_ds_checks <label> <console>: the guest's datasource is NoCloudNet,
+# seeded by the serial (and KubeVirt's disk with DISK=1); the custom meta-data
+# and the user-data from /v1.
+nocloud_ds_checks() {
+	local l=$1 con=$2 n
 	local seed=${SEED_URL:-http://169.254.169.254/v1/} how="the webhook's DMI serial"
-	if ((${#BOOT_EXTRA[@]})); then
+	if [[ ${DISK:-0} == 1 ]]; then
 		# KubeVirt's disk kept beside the serial (the default): the local
 		# stage's NoCloud refuses an http seed even with the disk there
 		# (DataSourceNoCloud.py:160-169 at 22.4.2, 177-186 at 25.1.4); the
@@ -719,16 +746,53 @@ guest_checks() {
 	else
 		not_ok "$l: datasource NoCloudNet [seed=$seed]: $how" "$(grep -a 'IMDS-STATUS' "$con" | tr -d '\r')"
 	fi
-	if [[ -n ${VOL_IID:-} ]]; then
-		expect_eq "$l: the guest's instance-id is KubeVirt's and the raw user data it stored (user-data.txt, sha256) the volume's" \
-			"iid=$VOL_IID ud=$(sha256sum <"$SC_UD" | cut -c1-64)" "$(line "$con" 'IMDS-CI boot=1 ' | cut -d' ' -f3-)"
-	fi
 	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.*)" "role=vm-test tier=2024-01-01" \
 		"$(line "$con" 'IMDS-QUERY boot=1 ' | cut -d' ' -f3-)"
-	openstack_checks "$l" "$con" "$iid"
-	local n
 	n="$(grep -acE '^[0-9TZ:-]+ [^ ]+ GET /v1/user-data 200 ' "$SC_LOG")"
 	if ((n >= 1)); then ok "$l: sidecar served user-data to the guest"; else not_ok "$l: sidecar served user-data to the guest" "$(tail -n 20 "$SC_LOG")"; fi
+}
+
+# openstack_ds_checks <label> <console>: a cloudInitConfigDrive VMI with
+# KubeVirt's chassis asset tag (CHASSIS_ASSET, an OpenStack one) and a
+# datasource list naming OpenStack after NoCloud: the local stage's NoCloud
+# refuses the serial's http seed (DataSourceNoCloud.py:160-169 at 22.4.2) and
+# DataSourceOpenStackLocal (its own DHCP) takes the instance from /openstack,
+# in the local stage, before any request to /v1 (runcmd's are the first);
+# network_data.json is 404 (no interface known by the guest's MAC), so
+# cloud-init applies its fallback network config (DHCP on eth0).
+openstack_ds_checks() {
+	local l=$1 con=$2 got t_v1 n_os
+	got="$(line "$con" 'IMDS-RESULT boot=1 ')"
+	if [[ $got == *'"datasource":"DataSourceOpenStackLocal'* ]]; then
+		ok "$l: datasource DataSourceOpenStackLocal (chassis asset tag '$CHASSIS_ASSET', the cloudInitConfigDrive volume's data from /openstack: ${got#IMDS-RESULT boot=1 })"
+	else
+		not_ok "$l: datasource DataSourceOpenStackLocal (chassis asset tag '$CHASSIS_ASSET')" "$got" "$(grep -a 'IMDS-STATUS boot=1' "$con" | tr -d '\r')"
+	fi
+	expect_eq "$l: cloud-init's instance data: platform openstack from the metadata service, instance-id KubeVirt's (cloud-init query v1.*)" \
+		"platform=openstack subplatform=metadata (http://169.254.169.254) iid=$VOL_IID" "$(line "$con" 'IMDS-DS boot=1 ' | cut -d' ' -f3-)"
+	expect_eq "$l: custom meta-data in the guest (cloud-init query ds.meta_data.meta.*: OpenStack's meta_data.json carries it under meta)" \
+		"role=vm-test tier=2024-01-01" "$(line "$con" 'IMDS-QUERY-OS boot=1 ' | cut -d' ' -f3-)"
+	# the datasource's crawl: the sidecar's log before the guest's first /v1 request
+	t_v1="$(grep -aE -m1 '^[0-9.]+ [0-9TZ:-]+ [^ ]+ (GET|HEAD) /v1/' "$SC_LOG.ts" | cut -d' ' -f1)"
+	n_os="$(awk -v t="${t_v1:-9e99}" '$1 < t && / GET \/openstack/' "$SC_LOG.ts" | wc -l)"
+	if ((n_os >= 1)) && awk -v t="${t_v1:-9e99}" '$1 < t' "$SC_LOG.ts" | grep -aqE ' GET /openstack/[^ ]*/user_data 200 ' &&
+		awk -v t="${t_v1:-9e99}" '$1 < t' "$SC_LOG.ts" | grep -aqE ' GET /openstack/[^ ]*/meta_data.json 200 '; then
+		ok "$l: the sidecar's log: the datasource's crawl of /openstack ($n_os GETs, meta_data.json and user_data 200) before the guest's first /v1 request"
+	else
+		not_ok "$l: the sidecar's log: the datasource's crawl of /openstack (meta_data.json and user_data 200) before the guest's first /v1 request" \
+			"$(grep -a ' /openstack' "$SC_LOG" | head -n 20)"
+	fi
+	if grep -aqE ' GET /openstack/[^ ]*/network_data.json 404 ' "$SC_LOG"; then
+		ok "$l: the sidecar's log: network_data.json 404 (no interface known by the guest's MAC: no network data, as a config drive without networkData)"
+	else
+		not_ok "$l: the sidecar's log: network_data.json 404" "$(grep -a 'network_data' "$SC_LOG" | head -n 10)"
+	fi
+	got="$(line "$con" 'IMDS-NETCFG boot=1 ' | cut -d' ' -f3-)"
+	if [[ $got == 'Applying network configuration from fallback '* ]]; then
+		ok "$l: cloud-init applied its fallback network config (DHCP on eth0: no network_data.json; cloud-init.log: $got)"
+	else
+		not_ok "$l: cloud-init applied its fallback network config (DHCP on eth0: no network_data.json)" "cloud-init.log: $got"
+	fi
 }
 
 # openstack_checks <label> <console> <instance-id>: what cloud-init's OpenStack
@@ -830,7 +894,7 @@ first_request() {
 	local l=$1 con=$2 overlay=$3 try deadline
 	for try in 1 2; do
 		deadline=$((SECONDS + BOOT_TIMEOUT))
-		until grep -aqE ' (GET|HEAD) /v1/' "$SC_LOG" 2>/dev/null; do
+		until grep -aqE ' (GET|HEAD) /(v1/|openstack)' "$SC_LOG" 2>/dev/null; do
 			if grep -aqE "$GUEST_KERNEL_FAULT" "$con" 2>/dev/null; then
 				((try == 2)) && break 2
 				echo "# $l: the guest's kernel oopsed or stalled before its first request (TCG; not the sidecar's doing): booted again on a new overlay"
@@ -997,6 +1061,9 @@ scenario_binding() {
 		fi
 		BOOT_EXTRA=(-drive "file=$work/$d/cidata.iso,format=raw,if=virtio,readonly=on")
 	fi
+	# the VMI's spec.domain.chassis.asset, as KubeVirt renders it: SMBIOS
+	# type 3's asset tag (pkg/virt-launcher/virtwrap/converter/compute/sysinfo.go)
+	[[ -n ${CHASSIS_ASSET:-} ]] && BOOT_EXTRA+=(-smbios "type=3,asset=$CHASSIS_ASSET")
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: $binding launcher pod, DHCP, imds-server run as injected" "$(cat "$work/pod_up.out")"
@@ -1032,6 +1099,11 @@ scenario_binding() {
 	ssh_login "$l"
 	if ((reboot)); then
 		reboot_checks "$l" "$con" && b2=$M_BOOT2
+		if [[ -n ${CHASSIS_ASSET:-} ]]; then
+			expect_eq "$l: boot 2: DataSourceOpenStackLocal again, eth0 kept its address (fallback DHCP)" \
+				"DataSourceOpenStackLocal $GUEST_ADDR" \
+				"$(line "$con" 'IMDS-RESULT boot=2 ' | grep -o 'DataSourceOpenStackLocal') $(line "$con" 'IMDS-ADDR boot=2' | cut -d' ' -f3- | sed 's/ *$//')"
+		fi
 	fi
 	SUMMARY+=("$l: boot 1 ${b1}s to cloud-init final (first request at ${req}s, -> final ${req_final}s), boot 2 ${b2}s; $B_LAT")
 	migrate_checks "$l" "$d"
@@ -1635,7 +1707,15 @@ for s in $SCENARIOS; do
 	BOOT_EXTRA=()
 	case $s in
 	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_binding masquerade "$BOOKWORM masquerade" masquerade 1 ;;
-	istio) GUEST_IMG=$BOOKWORM_IMG scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1 ;;
+	istio)
+		# its data from a Secret-backed cloudInitConfigDrive volume, read by
+		# cloud-init's OpenStack datasource: the VMI's chassis asset tag says
+		# OpenStack, and the kernel command line lists OpenStack after NoCloud
+		# (the image's list is NoCloud's alone: hack/build-guest-image.sh)
+		GUEST_IMG=$BOOKWORM_IMG VOLUME=configdrive-secret CHASSIS_ASSET='OpenStack Nova' \
+			VM_APPEND='cc: datasource_list: [NoCloud, OpenStack, None] end_cc' \
+			scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1
+		;;
 	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
 	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity continuity "$BOOKWORM" ;;
 	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret DISK=1 scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
