@@ -1,6 +1,5 @@
 #include "node.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -620,13 +620,12 @@ static void pod_pass(struct pod *p)
 		goto out;
 	}
 	int servable = p->pc.passt || p->want.ntaps > 0;
-	if (servable && !p->serving)
+	if (servable && !p->serving) {
 		n->ctr.served++;
-	if (servable && !p->serving)
 		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config", p->uid,
 			 p->want.ntaps, p->pc.passt ? " and passt" : "",
 			 (unsigned long long)(loop_clock_ms() - p->since_ms));
-	else if (servable && changes) {
+	} else if (servable && changes) {
 		char what[160];
 		plumb_changes_text(changes, what, sizeof(what));
 		log_info("pod %s: restored plumbing (%s)", p->uid, what);
@@ -829,33 +828,31 @@ static void on_inotify(struct loop *l, int fd, void *data, int mask)
 				rescan(n);
 				continue;
 			}
-			if (ev->wd == n->pods_wd && ev->len && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
-				pod_seen(n, ev->name, 1);
-			} else if (ev->wd != n->pods_wd && ev->len &&
-				   (ev->mask & (IN_CREATE | IN_MOVED_TO)) && pod_by_wd(n, ev->wd) &&
-				   pod_by_wd(n, ev->wd)->wd_level < POD_WATCH_FULL) {
-				/* a folder on the way to its imds-node folder: deeper */
-				struct pod *p = pod_by_wd(n, ev->wd);
-				pod_watch(p);
-				if (p->wd_level == POD_WATCH_FULL && p->state == POD_IDLE) {
-					p->backoff_ms = 0;
-					pod_connect(p); /* its socket may be there already */
-				}
-			} else if (ev->wd != n->pods_wd && ev->len &&
-				   strcmp(ev->name, "agent.sock") == 0) {
-				struct pod *p = pod_by_wd(n, ev->wd);
-				if (!p)
-					continue;
-				if (p->state != POD_IDLE)
-					pod_check_socket(p);
-				if (p->state == POD_IDLE) {
-					p->backoff_ms = 0;
-					pod_connect(p);
-				}
-			} else if (ev->mask & IN_IGNORED) {
-				struct pod *p = pod_by_wd(n, ev->wd);
-				if (p)
-					p->wd = -1;
+			if (ev->wd == n->pods_wd) {
+				if (ev->len && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+					pod_seen(n, ev->name, 1);
+				continue;
+			}
+			struct pod *p = pod_by_wd(n, ev->wd);
+			if (!p)
+				continue;
+			if (ev->mask & IN_IGNORED) {
+				p->wd = -1;
+				continue;
+			}
+			if (!ev->len || !(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+				continue;
+			if (p->wd_level < POD_WATCH_FULL)
+				pod_watch(p); /* a folder on the way to its imds-node folder: deeper */
+			else if (strcmp(ev->name, "agent.sock") != 0)
+				continue;
+			else if (p->state != POD_IDLE)
+				pod_check_socket(p);
+			/* its socket appeared, or its folder did (the socket may be
+			 * there already) */
+			if (p->wd_level == POD_WATCH_FULL && p->state == POD_IDLE) {
+				p->backoff_ms = 0;
+				pod_connect(p);
 			}
 		}
 	}
@@ -940,10 +937,7 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 static int metrics_listen(struct node *n)
 {
 	struct http_limits lim = HTTP_LIMITS_DEFAULT;
-	struct sockaddr_storage sa = {0};
-	socklen_t sl = sizeof(sa);
-	char err[256], host[64] = "?";
-	unsigned port = 0;
+	char err[256], where[80];
 	int fd;
 
 	lim.max_conns = 16; /* the kubelet's probes and a scraper */
@@ -963,18 +957,8 @@ static int metrics_listen(struct node *n)
 		log_error("--metrics-addr: cannot watch the listener");
 		return -1;
 	}
-	if (!getsockname(fd, (struct sockaddr *)&sa, &sl)) {
-		if (sa.ss_family == AF_INET) {
-			const struct sockaddr_in *a = (const struct sockaddr_in *)&sa;
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		} else if (sa.ss_family == AF_INET6) {
-			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&sa;
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
-		}
-	}
-	log_info("health and metrics on %s port %u (/healthz, /readyz, /metrics)", host, port);
+	log_info("health and metrics on %s (/healthz, /readyz, /metrics)",
+		 addr_local(fd, where, sizeof(where)));
 	return 0;
 }
 

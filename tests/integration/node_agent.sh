@@ -211,7 +211,7 @@ hb=$(grep -c "pod ${H}06: refused" "$AGENT_LOG")
 if ((hb - ha <= 2)); then ok "the flooding pod is retried with a growing delay (refused $((hb - ha)) time(s) in 2 s)"; else not_ok "the flooding pod is retried with a growing delay" "$((hb - ha)) refusals in 2 s"; fi
 
 # ---- the agent's health and metrics (--metrics-addr) -----------------------
-mport=$(sed -nE 's/.*health and metrics on 127\.0\.0\.1 port ([0-9]+) .*/\1/p' "$AGENT_LOG" | tail -1)
+mport=$(sed -nE 's/.*health and metrics on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$AGENT_LOG" | tail -1)
 mget() { # PATH [curl args...]: the status; the body into m.body
 	local path=$1
 	shift
