@@ -51,8 +51,10 @@ static int sock_bind(const char *path, char *err, size_t errlen)
 	struct stat st;
 	int fd;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "IMDS_AGENT_SOCKET: '%.60s...' is longer than a socket path (%zu)",
+	/* The path and its temporary name (below) must both fit. */
+	if (strlen(path) + sizeof(".new") > sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "IMDS_AGENT_SOCKET: '%.60s...' is longer than a socket path (%zu, "
+			 "less 4 for its temporary name)",
 			 path, sizeof(sa.sun_path) - 1);
 		return -EINVAL;
 	}
@@ -67,11 +69,6 @@ static int sock_bind(const char *path, char *err, size_t errlen)
 	/* Bound and listening under a name of its own, then renamed: the
 	 * agent, woken by the socket's creation, never finds one that does
 	 * not listen yet (its connect refused, it would wait its back-off). */
-	if (strlen(path) + sizeof(".new") > sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "IMDS_AGENT_SOCKET: '%.60s...' is too long for its temporary name",
-			 path);
-		return -EINVAL;
-	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", path);
 	unlink(sa.sun_path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
