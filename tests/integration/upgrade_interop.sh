@@ -256,23 +256,31 @@ UD_ETAG=$(ip netns exec "$NS_VM" curl -s --max-time 3 -D - -o /dev/null http://1
 expect_eq "the old sidecar's sessions and user-data's ETag (43 + 43 characters, an ETag)" "43 43 y" \
 	"${#EC2_TOK} ${#V1_TOK} $([[ -n $UD_ETAG ]] && echo y)"
 
+# move_guest CAP N OLD_PID WALK WHO WHERE: the switch-over to pod N (the pod
+# left behind stops its sidecar), the walk WALK there, and the guest served
+# by the WHO sidecar without resolving anything again (tcpdump CAP in it).
+move_guest() {
+	local cap=$1 n=$2 old=$3 name=$4 who=$5 where=$6 bcast probes podreq tcp
+	cap_start "$cap" || not_ok "tcpdump in the guest started" "$(cat "$W/cap.err")"
+	if switch "$n"; then ok "switch-over: the guest's frames go to the $where's tap0"; else not_ok "switch-over to the $where"; fi
+	sc_stop "$old"
+	walk "$name"
+	read -r bcast probes podreq tcp < <(cap_stop "$cap")
+	if [[ $bcast == 0 && $tcp -gt 0 ]]; then
+		ok "served by the $who sidecar without re-resolving: no ARP broadcast or multicast solicitation from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
+	else
+		not_ok "served by the $who sidecar without re-resolving" "the guest's broadcasts/multicast solicitations: $bcast, its probes: $probes, TCP packets: $tcp" \
+			"$(tcpdump -n -e -r "$W/$cap.pcap" 'arp or icmp6' 2>/dev/null | head -n 5)"
+	fi
+}
+
 # --- 2. migration to a target with the NEW sidecar -------------------------
 sc_start "$POD_B" "$NEW_SERVER" "$W/env-b" "$W/b.log"
 PID_B=$SC_PID
 if sc_wait "$W/b.log" "$PID_B"; then ok "target pod: the new sidecar serves tap0 before the switch-over"; else not_ok "target pod: the new sidecar serves tap0" "$(tail -n 20 "$W/b.log")"; fi
 expect_eq "veth-imds's MAC: the new sidecar's is the old one's (both from the VM's namespace and name)" \
 	"$mac_a" "$(veth_mac "$POD_B")"
-cap_start mig1 || not_ok "tcpdump in the guest started" "$(cat "$W/cap.err")"
-if switch 1; then ok "switch-over: the guest's frames go to the target's tap0"; else not_ok "switch-over to the target"; fi
-sc_stop "$PID_A"
-walk new-target
-read -r bcast probes podreq tcp < <(cap_stop mig1)
-if [[ $bcast == 0 && $tcp -gt 0 ]]; then
-	ok "served by the new sidecar without re-resolving: no ARP broadcast or multicast solicitation from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
-else
-	not_ok "served by the new sidecar without re-resolving" "the guest's broadcasts/multicast solicitations: $bcast, its probes: $probes, TCP packets: $tcp" \
-		"$(tcpdump -n -e -r "$W/mig1.pcap" 'arp or icmp6' 2>/dev/null | head -n 5)"
-fi
+move_guest mig1 1 "$PID_A" new-target new target
 expect_eq "the guest's neighbour entries are unchanged after the migration" "$mac_a $mac_a" "$(guest_neigh)"
 served_b=$(grep -c ' GET ' "$W/b.log")
 if ((served_b >= 100)); then ok "the walk was the target's: $served_b requests in its log"; else not_ok "the walk was the target's" "$served_b GET lines in its log" "$(tail -n 5 "$W/b.log")"; fi
@@ -319,17 +327,7 @@ PID_C=$SC_PID
 if sc_wait "$W/c.log" "$PID_C"; then ok "rollback pod: the old sidecar serves tap0"; else not_ok "rollback pod: the old sidecar serves tap0" "$(tail -n 20 "$W/c.log")"; fi
 expect_eq "veth-imds's MAC: the same in the rollback pod" "$mac_a" "$(veth_mac "$POD_C")"
 V1_TOK=$(ip netns exec "$NS_VM" curl -s --max-time 3 -X PUT -H 'X-Metadata-Token-TTL-Seconds: 300' http://169.254.169.254/v1/session)
-cap_start mig2 || not_ok "tcpdump in the guest started" "$(cat "$W/cap.err")"
-if switch 2; then ok "switch-over: the guest's frames go to the rollback pod's tap0"; else not_ok "switch-over to the rollback pod"; fi
-sc_stop "$PID_B"
-walk old-rollback
-read -r bcast probes podreq tcp < <(cap_stop mig2)
-if [[ $bcast == 0 && $tcp -gt 0 ]]; then
-	ok "served by the old sidecar without re-resolving: no ARP broadcast or multicast solicitation from the guest ($tcp TCP packets; $probes unicast probes from the guest, $podreq requests for it from the pod)"
-else
-	not_ok "served by the old sidecar without re-resolving" "the guest's broadcasts/multicast solicitations: $bcast, its probes: $probes, TCP packets: $tcp" \
-		"$(tcpdump -n -e -r "$W/mig2.pcap" 'arp or icmp6' 2>/dev/null | head -n 5)"
-fi
+move_guest mig2 2 "$PID_B" old-rollback old "rollback pod"
 expect_eq "the guest's neighbour entries are unchanged after the rollback" "$mac_a $mac_a" "$(guest_neigh)"
 compare "new -> old (rollback): the same data, but for the announced changes" new-target old-rollback --reverse
 expect_eq "new -> old: cloud-init takes the same data from the old sidecar again" "$CI_A" "$(ci_view)"
