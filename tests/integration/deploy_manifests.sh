@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug (variant-independent: tests/run.sh runs it in one build)
 # deploy/ (issue 5): the kustomize base and both overlays, rendered with the
 # kubectl of hack/build-kube-apiserver.sh, and the example VMs of deploy/test/
 # validate offline (npm kubernetes-models 4.x + js-yaml, installed into a
@@ -6,8 +7,8 @@
 # the design (failurePolicy, selectors, security context ...), pass a
 # server-side dry-run against a real kube-apiserver, and
 # hack/generate-certs.sh installs a working Secret and caBundle there.
-# Manifests do not depend on the build variant: the work is done once, when
-# IMDS_VARIANT is debug (or unset).
+# Manifests do not depend on the build variant: tests/run.sh runs it once
+# (the tag on line 2).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$(pwd)
@@ -17,13 +18,6 @@ REPO=$(pwd)
 . tests/lib/npm.sh
 # shellcheck source=tests/lib/kube.sh
 . tests/lib/kube.sh
-
-VARIANT=${IMDS_VARIANT:-debug}
-if [[ $VARIANT != debug ]]; then
-	ok "deploy manifests (variant-independent, run in debug)"
-	tap_done
-	exit 0
-fi
 
 WORK=$(mktemp -d "${IMDS_TEST_TMPDIR:-/tmp}/deploy-manifests.XXXXXX")
 cleanup() {
