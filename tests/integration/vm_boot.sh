@@ -422,7 +422,7 @@ while True:
         *lines, buf = buf.split(b"\n")
         now = time.time()
         for l in lines:
-            out.write("%.3f %s\n" % (now, l.rstrip(b"\r").decode(errors="replace")))
+            out.write("%.6f %s\n" % (now, l.rstrip(b"\r").decode(errors="replace")))
         out.flush()
     elif os.getppid() != parent:
         break
@@ -1380,12 +1380,16 @@ mig_kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
 # podinfo_set <env file> <name> <value>: a file of the pod's IMDS_LIFECYCLE_DIR
 # (the podinfo downward-API volume) replaced in one rename, as kubelet's swap
 # is one; sidecar_env.py writes that volume's files plain (lifecycle.sh runs
-# kubelet's ..data layout).  Prints the host's time of the rename.
+# kubelet's ..data layout).  Prints the host's time just before the rename.
 podinfo_set() {
 	local dir
 	dir=$(sed -n 's/^export IMDS_LIFECYCLE_DIR=//p' "$1")
 	[[ -d $dir ]] || { echo "no IMDS_LIFECYCLE_DIR folder in $1" >&2; return 1; }
-	printf '%s' "$3" >"$dir/.$2.tmp" && mv -f "$dir/.$2.tmp" "$dir/$2" && echo "$EPOCHREALTIME"
+	# The time is taken before the rename, the first moment the sidecar can
+	# see the file: stamped after it, a sidecar that reacts within tens of
+	# microseconds was stamped before it (CI saw "-0 ms", a failed check).
+	local t=$EPOCHREALTIME
+	printf '%s' "$3" >"$dir/.$2.tmp" && mv -f "$dir/.$2.tmp" "$dir/$2" && echo "$t"
 }
 
 migrate_checks() {
