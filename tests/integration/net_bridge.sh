@@ -2,8 +2,8 @@
 # Bridge binding on the pod network and a managedTap plugin, built as
 # KubeVirt builds them (tests/lib/netns.sh launcher_bridge,
 # launcher_managedtap): the CNI's eth0 renamed eth0-nic and bridged to the
-# node, the pod IP kept on a dummy eth0 in the pod, the guest given that
-# same IP.  First the kernel facts that make these bindings hard (E2: the
+# node, the pod IP (and its IPv6 link-local) kept on a dummy eth0 in the
+# pod, the guest given that same IP and the pod's MAC, as KubeVirt does.  First the kernel facts that make these bindings hard (E2: the
 # guest's SYN to .254 is a martian in the pod, since its source is local
 # there; the node's proxy ARP answers for .254 at once, proxy_delay 0),
 # then the sidecar serving them anyway: a guest with KubeVirt's DHCP routes
@@ -20,7 +20,7 @@ set -uo pipefail
 ARP_PROBE=$REPO/tests/lib/arp_probe.py
 NODE_LOG=$NET_TMP/node-http.log
 
-if ! ns_setup || ! node_link 1450 || ! launcher_bridge || ! guest_attach "$NS_VM" tap0 bridge-ll; then
+if ! ns_setup || ! node_link 1450 || ! launcher_bridge || ! guest_attach "$NS_VM" tap0 bridge-ll "$POD_MAC"; then
 	not_ok "launcher pod (bridge binding) and guest set up (needs root, iproute2, nftables)"
 	tap_done
 	exit 1
@@ -30,11 +30,12 @@ if [[ $nic == *"master k6t-eth0"* ]] && in_pod bridge -d link show dev eth0-nic 
 	[[ -z $(in_pod ip -4 -o addr show dev eth0-nic) ]] &&
 	[[ $(in_pod ip -4 -o addr show dev eth0 | awk '{print $4}') == "$POD_IP/32" ]] &&
 	[[ $(in_pod cat /sys/class/net/eth0/address) == "$POD_MAC" ]] &&
+	[[ $(in_pod ip -6 -o addr show dev eth0 | awk '{print $4}') == "$POD_LL6/64" ]] &&
 	[[ $(in_pod ip -4 -o addr show dev k6t-eth0 | awk '{print $4}') == 169.254.75.10/32 ]] &&
 	[[ $(sysctl_pod all/arp_ignore) == 1 ]]; then
-	ok "launcher as KubeVirt builds it: eth0-nic bridged (learning off, no address), pod MAC and IP on a dummy eth0, 169.254.75.10/32 on k6t-eth0, all.arp_ignore 1"
+	ok "launcher as KubeVirt builds it: eth0-nic bridged (learning off, no address), pod MAC, IP and link-local on a dummy eth0, 169.254.75.10/32 on k6t-eth0, all.arp_ignore 1"
 else
-	not_ok "launcher as KubeVirt builds it" "$nic" "$(in_pod ip -4 -o addr)" "$(sysctl_pod all/arp_ignore)"
+	not_ok "launcher as KubeVirt builds it" "$nic" "$(in_pod ip -o addr)" "$(sysctl_pod all/arp_ignore)"
 fi
 
 # The node answers HTTP on 169.254.169.254 as a cloud node's own metadata
@@ -137,8 +138,9 @@ fi
 expect_eq "... and the sidecar never saw its request" "$before" "$(grep -c ' GET ' "$IMDS_LOG")"
 n=$(node_capture_count)
 # the node's own requests are the only .254 packets on cali0: count the
-# guest's (source the pod IP, or ARP from the guest's MAC)
-guest_pkts=$(tcpdump -n -e -r "$(node_capture_file cali0)" 2>/dev/null | grep -c ' 52:54:00:12:34:56 > ')
+# guest's (source the pod IP, or ARP from the guest's MAC, the pod's: the
+# dummy that also has it is down and sends nothing)
+guest_pkts=$(tcpdump -n -e -r "$(node_capture_file cali0)" 2>/dev/null | grep -c " $POD_MAC > ")
 expect_eq "the node saw no frame of the guest's for 169.254.169.254 (ARP or IP) while the sidecar ran" 0 "$guest_pkts"
 expect_eq "the node's HTTP server on 169.254.169.254 got nothing while the sidecar ran" 0 "$(grep -c 'GET' "$NODE_LOG")"
 imds_stop

@@ -15,8 +15,13 @@
 #     none from the sidecar, a process of the pod is refused at once (a TCP
 #     reset: an ICMPv6 error left it waiting 1 s), and the node's side sees
 #     nothing of it all; served again within 1 s after veth-imds is deleted.
-#   bridge binding: a guest with an address of its own on the pod network
-#     (the dummy eth0 keeps no IPv6), served on both.
+#   bridge binding, built as KubeVirt builds it: the pod's IPv6 (link-local
+#     and the /128) on the dummy eth0, the VM's guest with the pod's MAC and
+#     addresses; the hazard first (a plain pod listener's SYN-ACK to the
+#     pod's /128 is routed into the pod), then that guest served the same on
+#     all three addresses (our listener is bound to veth-imds), a second
+#     NIC's guest too, and what remains (another port of fd00:ec2::254
+#     times out for it instead of being refused); the node sees nothing.
 #   IPv6 off in the pod (disable_ipv6): said once, IPv4 served.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
@@ -29,6 +34,10 @@ NS_LL=$NS_TAG-ll
 NS_OTHER=$NS_TAG-other
 G6=fd00:ec2::254
 L6=fe80::a9fe:a9fe
+
+# tcp_count NS COUNTER: the namespace's counter now (nstat's absolute value;
+# -s: nstat's history file, shared by every namespace, left alone)
+tcp_count() { ip netns exec "$1" nstat -asz "$2" | awk -v c="$2" '$1 == c {print $2}'; }
 
 # get NS URL [curl args...]: the body, or curl's error
 get() {
@@ -169,24 +178,106 @@ grep -q 'neighbour advertisements' "$IMDS_LOG" &&
 	expect_eq "the responder answered the solicitations (stop line)" 1 \
 		"$(grep -cE 'stopped \([0-9]+ ARP replies, [1-9][0-9]* neighbour advertisements' "$IMDS_LOG")"
 
-# bridge binding: a second pod
+# bridge binding: a second pod, as KubeVirt builds it (tests/lib/netns.sh
+# _bridged_pod): the dummy eth0 holds the pod's MAC and its IPv6, link-local
+# and fd00:10:244:1::5/128, and the VM's guest (tap0) has the pod's MAC, so
+# its EUI-64 link-local is the dummy's, and is configured with the pod's
+# addresses (bridge-dual).  Those are the only equal addresses here, as in
+# a real pod (the dummy, down and NOARP, answers no solicitation); the
+# guest of a second NIC (tap1) has addresses of its own.
 netns_reset() { # fresh names for a second pod
 	NS_NODE=$NS_TAG-node2 NS_POD=$NS_TAG-pod2 NS_VM=$NS_TAG-vm2
 }
 netns_reset
-if ns_setup && node_link 1400 && launcher_bridge && guest_attach "$NS_VM" tap0 bridge6; then
-	node_capture_start
-	imds_start IMDS_INTERFACES=default:bridge:tap0
-	imds_wait_serving 1 10
-	for _ in $(seq 300); do [[ -z $(in_vm ip -6 addr show tentative) ]] && break; sleep 0.01; done
-	out=$(get "$NS_VM" "http://[$G6]/v1/identity" -H 'Metadata: true')
-	out2=$(get "$NS_VM" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
-	if [[ $out == *'"vmName":"netvm"'* && $out2 == "$out" ]]; then
-		ok "bridge binding: a guest with its own address on the pod network served on [$G6] and [$L6%eth0]"
+NS_VM2=$NS_TAG-vm2b
+if ns_setup && node_link 1400 && launcher_bridge && guest_attach "$NS_VM" tap0 bridge-dual "$POD_MAC" &&
+	tap_add tap1 k6t-eth0 1400 && guest_attach "$NS_VM2" tap1 bridge6 52:54:00:12:34:63; then
+	d6=$(in_pod ip -6 -o addr show dev eth0 | awk '{print $4, $6}' | sort | tr '\n' ' ')
+	loc=$(in_pod ip -6 route show table local | grep -cE "^local ($POD_IP6|$POD_LL6) dev eth0 ")
+	if [[ $d6 == "$POD_IP6/128 global $POD_LL6/64 link " && $loc == 2 &&
+		$(in_pod cat /sys/class/net/eth0/address) == "$POD_MAC" &&
+		$(in_pod cat /sys/class/net/eth0/flags) == 0x82 &&
+		$(in_pod cat /sys/class/net/eth0-nic/address) != "$POD_MAC" ]]; then
+		ok "bridge launcher as KubeVirt: the dummy eth0 (down, NOARP) has the pod's MAC, $POD_LL6/64 and $POD_IP6/128, both local to the pod; eth0-nic another MAC (the bridge's)"
 	else
-		not_ok "bridge binding: the guest served on [$G6] and [$L6]" "$out" "$out2" "$(imds_log_tail)"
+		not_ok "bridge launcher as KubeVirt: the pod's IPv6 on the dummy" "$d6" "local: $loc" "$(in_pod ip -d link show eth0)"
 	fi
-	expect_eq "bridge binding: the node's side saw nothing of it" 0 "$(node_capture_count)"
+	for _ in $(seq 300); do [[ -z $(in_vm ip -6 addr show tentative)$(ip netns exec "$NS_VM2" ip -6 addr show tentative) ]] && break; sleep 0.01; done
+	expect_eq "the guest with the pod's MAC: its link-local is the dummy's" "$POD_LL6/64" \
+		"$(in_vm ip -6 -o addr show dev eth0 scope link | awk '{print $4}')"
+
+	# The hazard, with no sidecar (the IPv6 side of net_bridge's E2): a plain
+	# listener of the pod on an address of the bridge, asked by the guest from
+	# the pod's /128, answers into the pod itself: its SYN-ACK's route is the
+	# dummy's local entry (table local, rule 0), the pod resets it, the guest
+	# retransmits and times out.  From the guest's link-local (the dummy's as
+	# well) the same listener answers: a link-local destination routes by
+	# the interface the SYN came in on.
+	ip -n "$NS_POD" -6 addr add fd00:75::20/128 dev k6t-eth0 nodad
+	ip netns exec "$NS_POD" "$PY" -m http.server --bind :: 8080 >/dev/null 2>&1 &
+	plain=$!
+	for _ in $(seq 100); do in_pod ss -ltn | grep -q ':8080 ' && break; sleep 0.02; done
+	ip -n "$NS_VM" -6 neigh replace fd00:75::20 lladdr "$(in_pod cat /sys/class/net/k6t-eth0/address)" dev eth0 nud permanent
+	ip -n "$NS_VM" -6 route add fd00:75::20/128 dev eth0
+	syn0=$(tcp_count "$NS_VM" TcpExtTCPSynRetrans) rst0=$(tcp_count "$NS_POD" TcpOutRsts)
+	out=$(GUEST_TIMEOUT=2 get "$NS_VM" "http://[fd00:75::20]:8080/" -o /dev/null)
+	st=$?
+	syn=$(($(tcp_count "$NS_VM" TcpExtTCPSynRetrans) - syn0)) rst=$(($(tcp_count "$NS_POD" TcpOutRsts) - rst0))
+	if [[ $st != 0 || $out == *"timed out"* ]] && ((syn >= 1 && rst >= 1)); then
+		ok "hazard: a pod listener not bound to a link, asked from the pod's $POD_IP6, answers into the pod (${out#curl: (* }; $syn SYN retransmitted, the pod reset $rst of its own SYN-ACKs)"
+	else
+		not_ok "hazard: a pod listener not bound to a link answers into the pod" "curl $st: $out" "SYN retransmits $syn, pod resets $rst"
+	fi
+	brll=$(in_pod ip -6 -o addr show dev k6t-eth0 scope link | awk '{print $4}' | cut -d/ -f1)
+	out=$(GUEST_TIMEOUT=2 get "$NS_VM" "http://[$brll%eth0]:8080/" -o /dev/null -w '%{http_code}')
+	expect_eq "... the same listener asked from the guest's link-local (the dummy's too): answered" 200 "$out"
+	kill "$plain"
+	wait "$plain" 2>/dev/null
+	ip -n "$NS_VM" -6 route del fd00:75::20/128 dev eth0
+	ip -n "$NS_POD" -6 addr del fd00:75::20/128 dev k6t-eth0
+
+	node_capture_start
+	imds_start IMDS_INTERFACES=default:bridge:tap0,net1:bridge:tap1
+	imds_wait_serving 1 10
+	syn0=$(tcp_count "$NS_VM" TcpExtTCPSynRetrans)
+	id4=$(get "$NS_VM" http://169.254.169.254/v1/identity -H 'Metadata: true')
+	id6=$(get "$NS_VM" "http://[$G6]/v1/identity" -H 'Metadata: true')
+	idl=$(get "$NS_VM" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
+	syn=$(($(tcp_count "$NS_VM" TcpExtTCPSynRetrans) - syn0))
+	if [[ $id4 == *'"vmName":"netvm"'* && $id6 == "$id4" && $idl == "$id4" && $syn == 0 ]]; then
+		ok "bridge binding, the guest with the pod's MAC and addresses: /v1/identity the same on 169.254.169.254, [$G6] and [$L6%eth0], no SYN retransmitted"
+	else
+		not_ok "bridge binding, the guest with the pod's MAC and addresses: served on all three" "v4: $id4" "global: $id6" "link-local: $idl" "SYN retransmits: $syn" "$(imds_log_tail)"
+	fi
+	for p in /v1/meta-data /openstack/latest/meta_data.json; do
+		a=$(get "$NS_VM" "http://169.254.169.254$p")
+		b=$(get "$NS_VM" "http://[$G6]$p")
+		c=$(get "$NS_VM" "http://[$L6%eth0]$p")
+		if [[ -n $a && $a == "$b" && $a == "$c" ]]; then ok "... the same $p on the three"; else not_ok "... the same $p on the three" "$a" "$b" "$c"; fi
+	done
+	expect_eq "... the sidecar saw it as 192.0.0.x (IPv4's alias), $POD_IP6 and $POD_LL6" "1 1 1" \
+		"$(for re in '192\.0\.0\.1[2-9][0-9]' "$POD_IP6" "$POD_LL6"; do grep -E ' GET /v1/identity ' "$IMDS_LOG" | grep -cE "^[^ ]+ $re "; done | tr '\n' ' ' | sed 's/ $//')"
+	out=$(get "$NS_VM2" "http://[$G6]/v1/identity" -H 'Metadata: true')
+	out2=$(get "$NS_VM2" "http://[$L6%eth0]/v1/identity" -H 'Metadata: true')
+	if [[ $out == "$id4" && $out2 == "$id4" ]]; then
+		ok "the other NIC's guest (tap1, addresses of its own) served the same on [$G6] and [$L6%eth0]"
+	else
+		not_ok "the other NIC's guest served on [$G6] and [$L6]" "$out" "$out2" "$(imds_log_tail)"
+	fi
+	# What remains of the hazard: the pod's kernel, not our listener, answers
+	# another port of the service address, and that reset is routed into the
+	# pod for the pod's /128: that guest waits where the other is refused.
+	t0=$(now_ms)
+	out=$(GUEST_TIMEOUT=1 get "$NS_VM" "http://[$G6]:81/")
+	t1=$(now_ms)
+	out2=$(GUEST_TIMEOUT=1 get "$NS_VM2" "http://[$G6]:81/")
+	t2=$(now_ms)
+	if [[ $out == *"timed out"* && $out2 == *"connect"* ]] && ((t2 - t1 < 500)); then
+		ok "known: port 81 of [$G6] from the pod's $POD_IP6 times out (the kernel's reset routed into the pod), from tap1's guest refused at once ($((t2 - t1)) ms)"
+	else
+		not_ok "known: port 81 of [$G6]: the pod-address guest times out, tap1's refused at once" "$out ($((t1 - t0)) ms)" "$out2 ($((t2 - t1)) ms)"
+	fi
+	expect_eq "bridge binding: the node's side saw nothing of it (no packet for $G6 or $L6, no solicitation for them)" 0 "$(node_capture_count)"
 	imds_stop
 else
 	not_ok "bridge binding pod with IPv6 set up"

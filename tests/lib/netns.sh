@@ -20,7 +20,7 @@
 #   launcher_multus_bridge NET    masquerade on the pod network + Multus bridge network NET
 #   launcher_passt | launcher_macvtap NET | launcher_sriov
 #   guest_attach NS TAP MODE [MAC] [ADDR]   the VM: MODE masquerade | bridge | bridge-ll |
-#                                 linklocal | udn | none; through tap TAP of the pod
+#                                 bridge-dual | linklocal | udn | none; through tap TAP of the pod
 #   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
 #   imds_wait_serving [N]         until the Nth "net: serving" line (default 1)
 #   imds_stop                     SIGTERM and wait
@@ -56,6 +56,9 @@ POD_GW=169.254.1.1
 # ee:ee:ee:ee:ee:ee: fe80::ecee:eeff:feee:eeee).
 POD_IP6=fd00:10:244:1::5
 POD_GW6=fe80::ecee:eeff:feee:eeee
+# The pod's link-local, its MAC's EUI-64 (the kernel's, whatever NODE_V6).
+# shellcheck disable=SC2034 # read by the suites
+POD_LL6=fe80::858:aff:fef4:105
 export IMDS_SERVER REPO PY
 
 netns_cleanup() {
@@ -94,9 +97,17 @@ ns_setup() {
 }
 
 # A dummy link as KubeVirt makes them (nmstate TypeDummy): this kernel has
-# no dummy driver, so a veth whose peer (<name>-d) stays down in the pod.
+# no dummy driver, so a veth whose peer (<name>-d) stays down in the pod,
+# flagged as the dummy driver flags its links (drivers/net/dummy.c
+# dummy_setup: IFF_NOARP, IFF_MULTICAST off).  KubeVirt never sets it up
+# (no State in netpod.go:393-401; nmstate/spec.go:209-213 sets up only
+# "up" links).  NOARP is what makes an IPv6 address on it the pod's at
+# once: no duplicate address detection, so it is valid and in table local
+# though the link is down; on a plain veth, down, it stays tentative and
+# is never local (checked on this kernel).
 dummy_add() { # NAME MAC MTU
-	ip -n "$NS_POD" link add "$1" address "$2" mtu "$3" type veth peer name "${1:0:12}-d"
+	ip -n "$NS_POD" link add "$1" address "$2" mtu "$3" type veth peer name "${1:0:12}-d" || return 1
+	ip -n "$NS_POD" link set "$1" arp off multicast off
 }
 
 # The pod's eth0 as Calico's CNI builds it: a /32 address, the gateway
@@ -286,18 +297,35 @@ NFT
 
 # KubeVirt's bridge binding on the pod network (netpod.go
 # bridgeBindingSpec, :333-404, in that order: bridge, the renamed pod NIC,
-# tap, dummy; then setupLinuxStack's all.arp_ignore=1, :277-279).
+# tap, dummy; then setupLinuxStack's all.arp_ignore=1, :277-279).  Line
+# numbers in pkg/network/ here are v1.8.4's (dfaa398f; the same in v1.9.0).
+# The guest's MAC is the pod interface's (below): pass $POD_MAC to
+# guest_attach for the VM as KubeVirt starts it.
 launcher_bridge() {
 	_bridged_pod eth0 k6t-eth0 eth0-nic tap0 169.254.75.10/32
 }
 
 # _bridged_pod PODIF BRIDGE NIC TAP [FAKEIP]: bridgeBindingSpec and
 # managedTapSpec (netpod.go:472-527) share these steps.
+# The dummy takes the pod interface's MAC, MTU, IPv4 and IPv6 as the status
+# read them (netpod.go:393-401; :355-365 for the fake IP), and that status
+# lists every address of the link, its link-local one included
+# (driver/nmstate/status.go:88-95, readAddresses :129-142, unfiltered): so
+# the dummy holds the pod's fe80:: address and, in dual stack, its global
+# one (Calico's /128).  discover.go:58-61 blanks IPv6 only in the copy it
+# caches for the VMI's reported IPs.  The guest gets the dummy's MAC, the
+# pod's original, unless the VMI sets macAddress (domainspec/
+# generators.go:89-95, the pod link being the dummy by then: podnic.go:51-58;
+# DHCP the same, discoverbridge.go:48-52; v1.9.0 prefers the VMI status's
+# MAC, the source pod's after a migration, :49-57): a guest's EUI-64
+# link-local is then the dummy's.  eth0-nic takes the bridge's MAC
+# (CopyMacFrom, netpod.go:371; nmstate/spec.go:50-59), never the pod's.
 _bridged_pod() {
-	local podif=$1 br=$2 nic=$3 tap=$4 fake=${5:-} mtu mac ips=()
+	local podif=$1 br=$2 nic=$3 tap=$4 fake=${5:-} mtu mac ips=() ips6=()
 	mtu=$(pod_mtu "$podif") || return 1
 	mac=$(pod_mac "$podif")
 	mapfile -t ips < <(in_pod ip -4 -o addr show dev "$podif" | awk '{print $4}')
+	mapfile -t ips6 < <(in_pod ip -6 -o addr show dev "$podif" | awk '{print $4}')
 	ip -n "$NS_POD" link add "$br" type bridge || return 1
 	[[ $fake ]] && ip -n "$NS_POD" addr add "$fake" dev "$br"
 	ip -n "$NS_POD" link set "$br" up
@@ -310,10 +338,11 @@ _bridged_pod() {
 	ip -n "$NS_POD" link set "$nic" up
 	in_pod bridge link set dev "$nic" learning off
 	tap_add "$tap" "$br" "$mtu" || return 1
-	# The pod keeps its MAC and IPv4 on a dummy named as the CNI's link was.
+	# The pod keeps its MAC, IPv4 and IPv6 on a dummy named as the CNI's link was.
 	dummy_add "$podif" "$mac" "$mtu" || return 1
 	local ip
 	for ip in "${ips[@]}"; do ip -n "$NS_POD" addr add "$ip" dev "$podif"; done
+	for ip in "${ips6[@]}"; do ip -n "$NS_POD" -6 addr add "$ip" dev "$podif" || return 1; done
 	[[ $fake || ${#ips[@]} -gt 0 ]] && in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=1
 	return 0
 }
@@ -416,6 +445,10 @@ launcher_sriov() { :; }
 #               configure it); dual: masquerade and masquerade6
 #   bridge6     IPv6 only, an address of its own on the pod network
 #               (fd00:10:244:1::77/128) via the node's fe80::ecee:eeff:feee:eeee
+#   bridge-dual bridge plus the pod's own IPv6, $POD_IP6/128 via the node's
+#               link-local: bridge binding has no DHCPv6 (discover.go:58),
+#               so a guest has it from its own configuration (cloud-init's
+#               network data), as a dual-stack VM on the pod's addresses
 #   ll6         IPv6 link-local only (the kernel's, from the MAC)
 #   none        no address
 guest_attach() {
@@ -465,6 +498,13 @@ guest_attach() {
 		;;
 	bridge6)
 		ip -n "$ns" -6 addr add fd00:10:244:1::77/128 dev "$eth" nodad
+		ip -n "$ns" -6 route add default via "$POD_GW6" dev "$eth"
+		;;
+	bridge-dual)
+		ip -n "$ns" addr add "${addr:-$POD_IP}/32" dev "$eth"
+		ip -n "$ns" route add "$POD_GW" dev "$eth" scope link
+		ip -n "$ns" route add default via "$POD_GW"
+		ip -n "$ns" -6 addr add "$POD_IP6/128" dev "$eth" nodad
 		ip -n "$ns" -6 route add default via "$POD_GW6" dev "$eth"
 		;;
 	ll6 | none) ;;
