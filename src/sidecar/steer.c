@@ -305,8 +305,11 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	nft_rule_end(b);
 }
 
-/* IPv6, as build_ip for IPv4 (no aliases: a guest of bridge binding gets
- * no address of the pod's in IPv6, KubeVirt's DHCP being IPv4 only), and
+/* IPv6, as build_ip for IPv4, without aliases: a guest of bridge binding
+ * may well ask from an address of the pod (the dummy holds the pod's
+ * link-local and /128, the guest has the pod's MAC: docs/sidecar.md
+ * "IPv6"), but IPv6 has no martian-source check, and our listeners, bound
+ * to veth-imds, answer it on that link, not into the pod (net_ipv6).  And
  * the kernel kept from answering the steered solicitations (our responder
  * does, as arp_ignore 8 does for ARP). */
 static void build_ip6(const struct steer_state *st, struct nft_batch *b)
