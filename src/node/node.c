@@ -519,9 +519,10 @@ static int ensure_rules(struct pod *p)
 		p->programmed = 0;
 		return ret;
 	}
-	if (!p->programmed || p->want.ntaps != p->have.ntaps || p->want.nlocal != p->have.nlocal)
+	if (!p->programmed || p->want.ntaps != p->have.ntaps || p->want.nlocal != p->have.nlocal ||
+	    p->want.nlocal6 != p->have.nlocal6)
 		log_info("pod %s: nf_tables table %s: %zu tap(s) steered, %zu pod address(es) aliased",
-			 p->uid, STEER_TABLE, p->want.ntaps, p->want.nlocal);
+			 p->uid, STEER_TABLE, p->want.ntaps, p->want.nlocal + p->want.nlocal6);
 	p->have = p->want;
 	p->programmed = 1;
 	return 0;

@@ -92,6 +92,10 @@ int plan_make(const struct plan_cfg *pc, struct nl_sock *req, struct plumb_state
 	if (nlocal < 0)
 		return nlocal;
 	want->nlocal = (size_t)nlocal;
+	nlocal = plumb_local_addrs6(req, want->local6, STEER_MAX_LOCAL6, err, errlen);
+	if (nlocal < 0)
+		return nlocal;
+	want->nlocal6 = (size_t)nlocal;
 	return 0;
 }
 
@@ -116,7 +120,8 @@ int plan_steer_eq(const struct steer_state *a, const struct steer_state *b)
 	       a->port == b->port &&
 	       !memcmp(a->vmac, b->vmac, 6) && !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
 	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) && a->nlocal == b->nlocal &&
-	       !memcmp(a->local, b->local, a->nlocal * 4);
+	       !memcmp(a->local, b->local, a->nlocal * 4) && a->nlocal6 == b->nlocal6 &&
+	       !memcmp(a->local6, b->local6, a->nlocal6 * 16);
 }
 
 /* The kernel's "local 169.254.169.254" in table local (plumb.h). */

@@ -522,31 +522,46 @@ out:
 }
 
 struct locals {
-	uint8_t (*out)[4];
-	int ifindex[STEER_MAX_LOCAL];
+	uint8_t *out; /* cap addresses of alen bytes */
+	size_t alen;
+	int ifindex[STEER_MAX_LOCAL6]; /* either family's */
 	size_t n, cap;
 };
+
+_Static_assert(STEER_MAX_LOCAL6 >= STEER_MAX_LOCAL, "struct locals holds either family's");
+
+/* An address of the pod a guest could be using as its source: IPv4's every
+ * one but loopback's, the service's and our aliases'; IPv6's those of
+ * global scope (a link-local source needs no alias, nor ::1) but the
+ * service's and our aliases'. */
+static int local_wanted(const struct nl_addr *a)
+{
+	static const uint8_t alias6[12] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
+	if (a->family == AF_INET)
+		return !(a->local[0] == 127 || memcmp(a->local, plumb_imds_ip, 4) == 0 ||
+			 (a->local[0] == 192 && a->local[1] == 0 && a->local[2] == 0 &&
+			  a->local[3] >= STEER_ALIAS_BASE));
+	return a->scope == RT_SCOPE_UNIVERSE && a->local[0] != 0xff &&
+	       memcmp(a->local, ndp_imds_global, 16) != 0 && memcmp(a->local, alias6, 12) != 0;
+}
 
 static int locals_cb(const struct nl_msgview *m, void *ud)
 {
 	struct locals *l = ud;
 	struct nl_addr a;
-	size_t at;
+	size_t at, al = l->alen;
 
-	if (nl_parse_addr(m, &a) || a.family != AF_INET || !a.has_local)
-		return 0;
-	if (a.local[0] == 127 || memcmp(a.local, plumb_imds_ip, 4) == 0 ||
-	    (a.local[0] == 192 && a.local[1] == 0 && a.local[2] == 0 &&
-	     a.local[3] >= STEER_ALIAS_BASE))
+	if (nl_parse_addr(m, &a) || a.family != (al == 4 ? AF_INET : AF_INET6) || !a.has_local ||
+	    !local_wanted(&a))
 		return 0;
 	for (size_t i = 0; i < l->n; i++)
-		if (memcmp(l->out[i], a.local, 4) == 0)
+		if (memcmp(l->out + i * al, a.local, al) == 0)
 			return 0; /* an interrupted dump repeats; one address twice */
 	/* Insertion in (ifindex, address) order: the aliases stay the same
 	 * for the same set of addresses, whatever the dump order. */
 	for (at = l->n; at > 0; at--) {
 		int c = l->ifindex[at - 1] - a.ifindex;
-		if (c < 0 || (c == 0 && memcmp(l->out[at - 1], a.local, 4) < 0))
+		if (c < 0 || (c == 0 && memcmp(l->out + (at - 1) * al, a.local, al) < 0))
 			break;
 	}
 	if (l->n == l->cap) {
@@ -554,9 +569,9 @@ static int locals_cb(const struct nl_msgview *m, void *ud)
 			return 0; /* sorts after everything kept: dropped */
 		l->n--;
 	}
-	memmove(l->out + at + 1, l->out + at, (l->n - at) * sizeof(*l->out));
+	memmove(l->out + (at + 1) * al, l->out + at * al, (l->n - at) * al);
 	memmove(l->ifindex + at + 1, l->ifindex + at, (l->n - at) * sizeof(*l->ifindex));
-	memcpy(l->out[at], a.local, 4);
+	memcpy(l->out + at * al, a.local, al);
 	l->ifindex[at] = a.ifindex;
 	l->n++;
 	return 0;
@@ -564,8 +579,18 @@ static int locals_cb(const struct nl_msgview *m, void *ud)
 
 int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *err, size_t errlen)
 {
-	struct locals l = {.out = out, .cap = cap < STEER_MAX_LOCAL ? cap : STEER_MAX_LOCAL};
+	struct locals l = {.out = out[0], .alen = 4,
+			   .cap = cap < STEER_MAX_LOCAL ? cap : STEER_MAX_LOCAL};
 	int ret = nl_dump_all(s, RTM_GETADDR, AF_INET, locals_cb, &l, err, errlen);
+	return ret ? ret : (int)l.n;
+}
+
+int plumb_local_addrs6(struct nl_sock *s, uint8_t (*out)[16], size_t cap, char *err,
+		       size_t errlen)
+{
+	struct locals l = {.out = out[0], .alen = 16,
+			   .cap = cap < STEER_MAX_LOCAL6 ? cap : STEER_MAX_LOCAL6};
+	int ret = nl_dump_all(s, RTM_GETADDR, AF_INET6, locals_cb, &l, err, errlen);
 	return ret ? ret : (int)l.n;
 }
 

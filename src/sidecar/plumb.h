@@ -114,6 +114,11 @@ int plumb_ensure(struct nl_sock *s, struct plumb_state *st, const struct nl_link
  * (ifindex, address) order.  The count (at most cap), or -errno. */
 int plumb_local_addrs(struct nl_sock *s, uint8_t (*out)[4], size_t cap, char *err,
 		      size_t errlen);
+/* The same for IPv6: the pod's addresses of global scope (bridge binding's
+ * dummy keeps the pod's /128) but the service's and our aliases', at most
+ * STEER_MAX_LOCAL6.  A link-local one needs no alias (steer.h). */
+int plumb_local_addrs6(struct nl_sock *s, uint8_t (*out)[16], size_t cap, char *err,
+		       size_t errlen);
 
 /* A TCP listener on ip:port bound to veth-imds (SO_BINDTOIFINDEX),
  * IP_FREEBIND (the address may not exist yet), SO_REUSEADDR, non-blocking,

@@ -227,10 +227,12 @@ static int ensure_rules(struct run *r)
 	}
 	describe_taps(r, &r->want, taps, sizeof(taps));
 	if (!r->programmed || r->want.ntaps != r->have.ntaps || r->want.nlocal != r->have.nlocal ||
+	    r->want.nlocal6 != r->have.nlocal6 ||
 	    r->want.veth != r->have.veth)
 		log_info("net: nf_tables table %s: %zu tap(s) steered%s%s, %zu pod address(es) "
 			 "aliased",
-			 STEER_TABLE, r->want.ntaps, r->want.ntaps ? ": " : "", taps, r->want.nlocal);
+			 STEER_TABLE, r->want.ntaps, r->want.ntaps ? ": " : "", taps,
+			 r->want.nlocal + r->want.nlocal6);
 	r->have = r->want;
 	r->programmed = 1;
 	return 0;

@@ -19,6 +19,13 @@ void steer_alias(size_t i, uint8_t out[4])
 	out[3] = (uint8_t)(STEER_ALIAS_BASE + i);
 }
 
+void steer_alias6(size_t i, uint8_t out[16])
+{
+	static const uint8_t pfx[12] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
+	memcpy(out, pfx, 12);
+	steer_alias(i, out + 12);
+}
+
 /* Offsets in the IPv4 header and in an Ethernet/IPv4 ARP body; in the
  * IPv6 header and a neighbour solicitation right after it. */
 enum { IP_CSUM = 10, IP_SADDR = 12, IP_DADDR = 16, ARP_PTYPE = 2, ARP_TPA = 24 };
@@ -305,13 +312,16 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	nft_rule_end(b);
 }
 
-/* IPv6, as build_ip for IPv4, without aliases: a guest of bridge binding
- * may well ask from an address of the pod (the dummy holds the pod's
- * link-local and /128, the guest has the pod's MAC: docs/sidecar.md
- * "IPv6"), but IPv6 has no martian-source check, and our listeners, bound
- * to veth-imds, answer it on that link, not into the pod (net_ipv6).  And
- * the kernel kept from answering the steered solicitations (our responder
- * does, as arp_ignore 8 does for ARP). */
+/* IPv6, as build_ip for IPv4.  A guest of bridge binding may ask from an
+ * address of the pod (the dummy holds the pod's link-local and /128, the
+ * guest has the pod's MAC: docs/sidecar.md "IPv6").  IPv6 has no
+ * martian-source check, and our listeners, bound to veth-imds, answer on
+ * that link; but what the kernel answers itself (a reset for another port,
+ * or while no listener is open) is routed by the dummy's local entry into
+ * the pod: so a global-scope source of the pod's is aliased as IPv4's are
+ * (a link-local one needs none: its answers go out the link it came in
+ * on).  And the kernel kept from answering the steered solicitations (our
+ * responder does, as arp_ignore 8 does for ARP). */
 static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 {
 	static const uint8_t tcp = IPPROTO_TCP, icmp6 = IPPROTO_ICMPV6;
@@ -324,6 +334,32 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	for (size_t i = 0; i < st->nlocal6; i++) {
+		uint8_t alias[16];
+		steer_alias6(i, alias);
+		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh6(b, IP6_SADDR, st->local6[i]);
+		nft_e_counter(b);
+		nft_e_imm(b, NFT_REG_1, alias, 16);
+		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP6_SADDR, 16, NFT_REG_1,
+				  NFT_PAYLOAD_CSUM_NONE, 0, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
+		nft_rule_end(b);
+	}
+	nft_add_chain(b, f, STEER_TABLE, "postrouting", NFT_HOOK_POSTROUTING, STEER_PRIO_POST, NULL,
+		      NFT_V_ACCEPT);
+	for (size_t i = 0; i < st->nlocal6; i++) {
+		uint8_t alias[16];
+		steer_alias6(i, alias);
+		nft_rule_begin(b, f, STEER_TABLE, "postrouting");
+		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh6(b, IP6_DADDR, alias);
+		nft_e_counter(b);
+		nft_e_imm(b, NFT_REG_1, st->local6[i], 16);
+		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP6_DADDR, 16, NFT_REG_1,
+				  NFT_PAYLOAD_CSUM_NONE, 0, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
+		nft_rule_end(b);
+	}
 	nft_add_chain(b, f, STEER_TABLE, "input", NFT_HOOK_INPUT, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
 	nft_rule_begin(b, f, STEER_TABLE, "input");

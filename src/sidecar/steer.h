@@ -26,6 +26,11 @@
  *          .254's service port (and 80) is never forwarded, nor anything
  *          from veth-imds, and no process of the pod connects to a .254
  *          port P that is not local;
+ *  ip6     the same for fd00:ec2::254 and fe80::a9fe:a9fe (every port),
+ *          with aliases for the pod's own addresses of global scope
+ *          (bridge binding's dummy keeps the pod's /128: what the kernel
+ *          itself answers to it, a reset, would be routed into the pod),
+ *          and the kernel kept from answering the steered solicitations;
  *  bridge  the fallback on every bridge of the pod (any bridge, present or
  *          future): no TCP for .254's service port (and 80), no ARP for .254,
  *          is forwarded between ports or delivered to the bridge itself.
@@ -47,6 +52,10 @@
 /* Aliases for guest sources that are local in the pod: 192.0.0.128 + i, in
  * the IETF protocol-assignment block (RFC 6890), which no guest uses. */
 #define STEER_ALIAS_BASE 128u
+/* IPv6's: the same 192.0.0.128 + i in the local-use IPv4/IPv6 translation
+ * prefix 64:ff9b:1::/48 (RFC 8215), for a pod address of global scope
+ * (bridge binding's dummy keeps the pod's /128, docs/sidecar.md "IPv6") */
+#define STEER_MAX_LOCAL6 16
 #define STEER_PRIO_TAP (-500)  /* netdev ingress: before anyone else */
 #define STEER_PRIO_RAW (-310)  /* before conntrack (-200) and raw (-300) */
 #define STEER_PRIO_POST 300    /* after source NAT */
@@ -66,11 +75,14 @@ struct steer_state {
 	struct steer_tap taps[STEER_MAX_TAPS];
 	size_t nlocal;
 	uint8_t local[STEER_MAX_LOCAL][4];
+	size_t nlocal6;
+	uint8_t local6[STEER_MAX_LOCAL6][16];
 	int local_ok;   /* a process of the pod may connect (passt's path) */
 };
 
-/* The alias of local[i]. */
+/* The alias of local[i]; of local6[i]. */
 void steer_alias(size_t i, uint8_t out[4]);
+void steer_alias6(size_t i, uint8_t out[16]);
 
 /* The whole ruleset as one transaction into b (after nft_batch_init):
  * every table created if absent, deleted and made anew; the netdev table

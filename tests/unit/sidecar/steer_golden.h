@@ -1,7 +1,7 @@
 /* The state behind tests/fixtures/nft/steer.golden: two served taps
- * (tap0=3, tap1=5), veth-imds-br=6, veth-imds=7, one pod-local address, no
- * passt.  Shared by test_nft.c and tests/lib/steer_commit.c, which commits
- * it for tests/fixtures/nft/regen.sh. */
+ * (tap0=3, tap1=5), veth-imds-br=6, veth-imds=7, one pod-local address of
+ * each family (the pod IP, its /128), no passt.  Shared by test_nft.c and
+ * tests/lib/steer_commit.c, which commits it for tests/fixtures/nft/regen.sh. */
 #ifndef IMDS_TESTS_STEER_GOLDEN_H
 #define IMDS_TESTS_STEER_GOLDEN_H
 
@@ -25,6 +25,9 @@ static inline struct steer_state golden_state(void)
 	st.taps[1] = (struct steer_tap){"tap1", 5};
 	st.nlocal = 1;
 	memcpy(st.local[0], local, 4);
+	static const uint8_t local6[16] = {0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5};
+	st.nlocal6 = 1;
+	memcpy(st.local6[0], local6, 16);
 	return st;
 }
 
