@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -91,6 +92,7 @@ struct node {
 	int sigfd;
 	int self_ns;          /* the agent's own netns */
 	ino_t self_ns_ino;
+	int nopidfd_said;      /* said once: the kernel has no SO_PEERPIDFD */
 	uint64_t next_rescan;
 	struct pod *pods[NODE_PODS_MAX];
 	size_t npods;
@@ -268,6 +270,33 @@ static struct pod *pod_by_wd(struct node *n, int wd)
 	return NULL;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5: include/uapi/asm-generic/socket.h */
+#endif
+
+/* The socket's peer as a pidfd (SO_PEERPIDFD, Linux 6.5): it names the
+ * process that listened, never whatever holds its pid number later.  -1
+ * with *none set when the kernel has no such option. */
+static int peer_pidfd(int c, int *none)
+{
+	int fd = -1;
+	socklen_t l = sizeof(fd);
+
+	*none = 0;
+	if (!getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) && fd >= 0)
+		return fd;
+	*none = errno == ENOPROTOOPT;
+	return -1;
+}
+
+/* Has the pidfd's process exited?  A pidfd polls readable once it has
+ * (pidfd_open(2)); an error counts as exited. */
+static int pidfd_exited(int pfd)
+{
+	struct pollfd pf = {.fd = pfd, .events = POLLIN};
+	return poll(&pf, 1, 0) != 0;
+}
+
 /* Does /proc/<pid>/cgroup name the pod's UID (cgroupfs: pod<uid>; the
  * systemd driver: pod<uid with '_' for '-'>.slice)? */
 static int cgroup_names_pod(pid_t pid, const char *uid)
@@ -306,7 +335,7 @@ static void pod_connect(struct pod *p)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	int sfd, c, r;
+	int sfd, c, r, pfd, nopidfd, gone, ns_errno = 0;
 
 	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_SOCK_REL);
 	/* no O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a link as the last
@@ -358,7 +387,41 @@ static void pod_connect(struct pod *p)
 		return;
 	}
 	p->pid = cred.pid;
+	/* The pid is a number: the peer may exit and the number name another
+	 * process by the time its cgroup and netns are read.  The pidfd names
+	 * the peer itself; alive after the reads, the reads were of it. */
+	pfd = peer_pidfd(c, &nopidfd);
+	if (pfd < 0 && !nopidfd) {
+		pod_say(p, "refused: the socket's peer (pid %d) has exited (SO_PEERPIDFD: %s)",
+			(int)cred.pid, strerror(errno));
+		pod_drop(p, 1);
+		return;
+	}
+	if (nopidfd && !n->nopidfd_said) {
+		log_info("this kernel has no SO_PEERPIDFD (Linux 6.5): a sidecar's pid is read once, "
+			 "and a pid reused at once could name another process of its pod");
+		n->nopidfd_said = 1;
+	}
 	r = cgroup_names_pod(cred.pid, p->uid);
+	if (r == 1) {
+		snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)cred.pid);
+		p->netns = open(nspath, O_RDONLY | O_CLOEXEC);
+		if (p->netns >= 0 && fstat(p->netns, &nst)) {
+			close(p->netns);
+			p->netns = -1;
+		}
+		ns_errno = errno;
+	}
+	gone = pfd >= 0 && pidfd_exited(pfd);
+	if (pfd >= 0)
+		close(pfd);
+	if (gone) {
+		pod_say(p, "refused: the socket's peer (pid %d) exited while it was checked: its "
+			   "pid may name another process now",
+			(int)cred.pid);
+		pod_drop(p, 1);
+		return;
+	}
 	if (r != 1) {
 		pod_say(p, "refused: the socket's peer (pid %d) is not a process of this pod (its "
 			   "cgroup does not name pod %s)",
@@ -366,10 +429,8 @@ static void pod_connect(struct pod *p)
 		pod_drop(p, 1);
 		return;
 	}
-	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)cred.pid);
-	p->netns = open(nspath, O_RDONLY | O_CLOEXEC);
-	if (p->netns < 0 || fstat(p->netns, &nst)) {
-		pod_say(p, "refused: %s: %s", nspath, strerror(errno));
+	if (p->netns < 0) {
+		pod_say(p, "refused: %s: %s", nspath, strerror(ns_errno));
 		pod_drop(p, 1);
 		return;
 	}
