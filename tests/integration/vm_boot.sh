@@ -888,8 +888,11 @@ boot_guest() { # <name> <console> [qemu args]
 # an idle host: "rcu_preempt kthread timer wakeup didn't happen ... Possible
 # timer handling issue on cpu=0" — a vCPU's timer the emulator never fired;
 # the guest hangs, the sidecar never hears from it).  A second oops or stall,
-# or no request, fails.
-GUEST_KERNEL_FAULT='Oops: |Kernel panic|rcu: INFO: rcu_(preempt|sched) detected stalls'
+# or no request, fails.  Debian 12's kernel (6.1) prints a BUG() as "kernel
+# BUG at ..." then "invalid opcode: 0000", with no "Oops:" (seen once after
+# a migration, the target's guest under a loaded host: list corruption in
+# virtio_net's receive, "Fatal exception in interrupt").
+GUEST_KERNEL_FAULT='Oops: |kernel BUG at |Kernel panic|rcu: INFO: rcu_(preempt|sched) detected stalls'
 first_request() {
 	local l=$1 con=$2 overlay=$3 try deadline
 	for try in 1 2; do
