@@ -73,7 +73,6 @@ static int key_index(const char *p, size_t len, unsigned n)
  * for placement/availability-zone/), as EC2 does. */
 static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 {
-	const struct imds_config *c = in->cfg;
 	struct inst_meta m = inst_meta(in);
 	struct inst_net net = inst_net(in);
 	if (n && p[n - 1] == '/')
@@ -84,7 +83,7 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 		sbuf_puts(b, "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
 		if (net.ipv4)
 			sbuf_puts(b, "\nlocal-ipv4");
-		if (c->zone || c->region)
+		if (in->zone || in->region)
 			sbuf_puts(b, "\nplacement/");
 		if (m.keys->n || m.cikeys->n)
 			sbuf_puts(b, "\npublic-keys/");
@@ -100,15 +99,15 @@ static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 		sbuf_puts(b, in->instance_type);
 	} else if (is(p, n, "local-ipv4") && net.ipv4) {
 		sbuf_puts(b, net.ipv4);
-	} else if (is(p, n, "placement") && (c->zone || c->region)) {
-		if (c->zone)
-			sbuf_puts(b, c->region ? "availability-zone\n" : "availability-zone");
-		if (c->region)
+	} else if (is(p, n, "placement") && (in->zone || in->region)) {
+		if (in->zone)
+			sbuf_puts(b, in->region ? "availability-zone\n" : "availability-zone");
+		if (in->region)
 			sbuf_puts(b, "region");
-	} else if (is(p, n, "placement/availability-zone") && c->zone) {
-		sbuf_puts(b, c->zone);
-	} else if (is(p, n, "placement/region") && c->region) {
-		sbuf_puts(b, c->region);
+	} else if (is(p, n, "placement/availability-zone") && in->zone) {
+		sbuf_puts(b, in->zone);
+	} else if (is(p, n, "placement/region") && in->region) {
+		sbuf_puts(b, in->region);
 	} else if (is(p, n, "public-keys") && (m.keys->n || m.cikeys->n)) {
 		/* The accessCredentials' keys first (cloud-init.go numbers them
 		 * so), then the annotation's. */
@@ -226,11 +225,11 @@ void ec2_dynamic(struct call *c)
 #else
 	sbuf_puts(&b, "{\"architecture\":null");
 #endif
-	json_or_null(&b, "availabilityZone", in->cfg->zone);
+	json_or_null(&b, "availabilityZone", in->zone);
 	call_json_field(&b, "instanceId", in->iid, 1);
 	call_json_field(&b, "instanceType", in->instance_type, 1);
 	json_or_null(&b, "privateIp", net.ipv4);
-	json_or_null(&b, "region", in->cfg->region);
+	json_or_null(&b, "region", in->region);
 	sbuf_puts(&b, ",\"version\":\"2017-09-30\"}\n");
 	text(c, &b);
 }

@@ -64,16 +64,16 @@ void ev_gce_instance(struct call *c)
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
 	if (n == 0) {
 		/* zone only when known (the pod's topology label): no stand-in */
-		sbuf_puts(&b, in->cfg->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
+		sbuf_puts(&b, in->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
 					    : "hostname\nid\nmaintenance-event\nname\n");
 	} else if (is(p, n, "id")) {
 		sbuf_puts(&b, in->iid);
 	} else if (is(p, n, "name") || is(p, n, "hostname")) {
 		sbuf_puts(&b, in->hostname);
-	} else if (is(p, n, "zone") && in->cfg->zone) {
+	} else if (is(p, n, "zone") && in->zone) {
 		/* projects/<project>/zones/<zone>: the namespace stands for the
 		 * project, as in the OpenStack layout's project_id. */
-		sbuf_printf(&b, "projects/%s/zones/%s", in->cfg->ns, in->cfg->zone);
+		sbuf_printf(&b, "projects/%s/zones/%s", in->vm_ns, in->zone);
 	} else {
 		ev_gce_not_found(c);
 		return;
@@ -292,10 +292,10 @@ void ev_azure_instance(struct call *c)
 	sbuf_puts(&b, "{\"compute\":{");
 	call_json_field(&b, "name", in->hostname, 0);
 	call_json_field(&b, "vmId", in->iid, 1);
-	call_json_field(&b, "location", in->cfg->region ? in->cfg->region : "", 1);
+	call_json_field(&b, "location", in->region ? in->region : "", 1);
 	char zone[16];
-	call_json_field(&b, "zone", ev_azure_zone(in->cfg->zone, in->cfg->region, zone, sizeof(zone)), 1);
-	call_json_field(&b, "resourceGroupName", in->cfg->ns, 1);
+	call_json_field(&b, "zone", ev_azure_zone(in->zone, in->region, zone, sizeof(zone)), 1);
+	call_json_field(&b, "resourceGroupName", in->vm_ns, 1);
 	call_json_field(&b, "vmSize", in->instance_type, 1);
 	sbuf_puts(&b, "}}\n");
 	answer(c, "application/json", &b);

@@ -65,7 +65,7 @@ static int is_rsa(const struct sshkey *k)
  * Said in the log when the instance's keys changed (rendering). */
 static unsigned pick_keys(const struct instance *in, const struct sshkeys *keys, unsigned *sel)
 {
-	const char *want = in->cfg->password_key;
+	const char *want = in->password_key;
 	unsigned n = 0;
 	if (!want) {
 		for (unsigned i = 0; i < keys->n; i++)
@@ -99,7 +99,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	const struct metajson *cu = m->custom;
 	/* Worst case: every byte escaped (\u00XX, 6 bytes) twice over. */
 	size_t cap = 4096 + strlen(in->iid) * 12 + strlen(in->hostname) * 24 +
-		     strlen(in->instance_type) * 6 + (in->cfg->zone ? strlen(in->cfg->zone) * 6 : 0);
+		     strlen(in->instance_type) * 6 + (in->zone ? strlen(in->zone) * 6 : 0);
 	for (unsigned i = 0; i < keys->n; i++)
 		cap += (strlen(keys->k[i].entry) * 2 + strlen(keys->k[i].line) * 3) * 6 + 128;
 	for (size_t i = 0; i < cu->n; i++)
@@ -122,11 +122,11 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	call_json_field(&b, "instance_id", in->os_iid, 1);
 	call_json_field(&b, "name", in->hostname, 1);
 	call_json_field(&b, "hostname", in->hostname, 1);
-	call_json_field(&b, "project_id", in->cfg->ns, 1);
+	call_json_field(&b, "project_id", in->vm_ns, 1);
 	/* The node's zone (the pod's topology label); unknown: no key, not
 	 * an invented one. */
-	if (in->cfg->zone)
-		call_json_field(&b, "availability_zone", in->cfg->zone, 1);
+	if (in->zone)
+		call_json_field(&b, "availability_zone", in->zone, 1);
 	/* Not Nova's, but read by Talos, which otherwise asks EC2's
 	 * instance-type for minutes when it is missing. */
 	call_json_field(&b, "instance_type", in->instance_type, 1);
@@ -157,7 +157,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_puts(&b, "\"}");
 	}
 	sbuf_puts(&b, nk ? "],\"meta\":{" : ",\"meta\":{");
-	call_json_field(&b, "namespace", in->cfg->ns, 0);
+	call_json_field(&b, "namespace", in->vm_ns, 0);
 	call_json_field(&b, "vmName", in->hostname, 1);
 	for (size_t i = 0; i < cu->n; i++) {
 		if (m->custom_use[i] != INST_CUSTOM_ALL)
@@ -289,25 +289,11 @@ static void link_id(struct sbuf *b, const struct netstatus_nic *nic, unsigned i)
 		sbuf_printf(b, "link%u", i);
 }
 
-/* Does the VM have the pod network's MAC?  In bridge binding (and a
- * managedTap plugin) KubeVirt gives the guest the pod interface's MAC
- * (discoverbridge.go: spec, else status, else the pod's); with masquerade
- * or passt the guest's MAC is its own.  IMDS_INTERFACES says the binding of
- * the NIC on tap0, the pod network's. */
-static int pod_nic_bridged(const struct imds_config *cfg)
-{
-	for (size_t i = 0; cfg->have_ifaces && i < cfg->ifaces.n; i++)
-		if (strcmp(cfg->ifaces.e[i].tap, "tap0") == 0)
-			return cfg->ifaces.e[i].kind == IFACES_BRIDGE ||
-			       cfg->ifaces.e[i].kind == IFACES_MANAGEDTAP;
-	return 0;
-}
-
 /* network_data.json from the pod's network-status: a link per interface
  * of a secondary network (Multus), with its MAC, which is the VM's with
  * the bridge and SR-IOV bindings; DHCP on it when the network gave it an
  * IPv4 (KubeVirt's DHCP then hands that address to the guest).  The pod
- * network's interface only when the VM is bridged to it (pod_nic_bridged):
+ * network's interface only when the VM is bridged to it (inst->pod_nic_bridged):
  * with masquerade (the default) or passt the MAC there is the pod's, which
  * the guest does not have, and a link no adapter matches stops cloud-init
  * and cloudbase-init.  (A MAC the VMI sets itself is the guest's, not the
@@ -315,7 +301,7 @@ static int pod_nic_bridged(const struct imds_config *cfg)
 static int render_net(struct openstack *os, const struct inst_net *net)
 {
 	const struct netstatus *ns = net->ns;
-	int pod_nic = pod_nic_bridged(os->inst->cfg);
+	int pod_nic = os->inst->pod_nic_bridged;
 	size_t cap = 256 + (size_t)ns->n * (NETSTATUS_NAME_MAX * 6 + NETSTATUS_IFACE_MAX * 2 + 256);
 	char *buf = malloc(cap);
 	if (!buf)
