@@ -149,6 +149,15 @@ static void text(struct call *c, const struct sbuf *b)
 		call_data_text(c, "text/plain", b->p, b->len);
 }
 
+const struct session_dialect ec2_session = {"x-aws-ec2-metadata-token-ttl-seconds",
+					      "X-aws-ec2-metadata-token-ttl-seconds",
+					      "x-aws-ec2-metadata-token"};
+
+void ec2_token(struct call *c)
+{
+	session_open(c, &ec2_session);
+}
+
 void ec2_versions(struct call *c)
 {
 	http_res_text(c->res, 200, "text/plain", versions, sizeof(versions) - 1);

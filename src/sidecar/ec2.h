@@ -11,13 +11,15 @@
  * /<version>/user-data is the user-data (404 when none, as EC2), and
  * /<version>/dynamic/instance-identity/document a JSON document.  A listed
  * name is always there: cloud-init's crawler fails on one that is not.
- * Sessions (PUT /latest/api/token) are session.c's. */
+ * Sessions: IMDSv2's headers are EC2's dialect (ec2_session) of
+ * session.c's table of tokens. */
 #ifndef IMDS_EC2_H
 #define IMDS_EC2_H
 
 #include <stddef.h>
 
 #include "instance.h"
+#include "session.h"
 #include "sshkeys.h"
 
 struct ec2 {
@@ -32,7 +34,14 @@ void ec2_open(struct ec2 *e, struct instance *in);
 /* Route versions: "latest", "1.0" or a YYYY-MM-DD date. */
 int ec2_version_ok(const char *v, size_t n);
 
+/* IMDSv2: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds,
+ * the token presented as X-aws-ec2-metadata-token. */
+extern const struct session_dialect ec2_session;
+
 struct call;
+/* PUT /latest/api/token: session_open in EC2's dialect; c->self is the
+ * struct sessions. */
+void ec2_token(struct call *c);
 /* Handlers; c->self is the struct ec2, c->ver the version, c->rest the
  * path under meta-data/ or dynamic/. */
 void ec2_versions(struct call *c);

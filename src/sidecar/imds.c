@@ -79,7 +79,7 @@ static const struct route routes[] = {
 	 password_serve, AT(inst.pw)},
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
-	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, session_serve_ec2, AT(sessions)},
+	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
 	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
@@ -91,6 +91,10 @@ static const struct route routes[] = {
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* The session headers of each dialect, checked on every request in this
+ * order: ours, then EC2's. */
+static const struct session_dialect *const dialects[] = {&session_ours, &ec2_session};
 
 const char *imds_route_pattern(size_t i)
 {
@@ -177,7 +181,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		return;
 	}
 	/* A session token that is presented must be good, whatever the path. */
-	int st = session_check(&a->sessions, req);
+	int st = session_check(&a->sessions, req, dialects, sizeof(dialects) / sizeof(dialects[0]));
 	if (st < 0) {
 		http_res_error(res, 401, "invalid_token", "X-Metadata-Token is not a valid session");
 		return;
