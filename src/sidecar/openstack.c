@@ -10,13 +10,22 @@
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
-/* What Nova lists for a version: the password from 2013-04-04 (GRIZZLY),
- * vendor_data2.json from 2016-10-06 (NEWTON_TWO) on. */
-static const char files[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n";
-static const char files_pw[] =
-	"meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\n";
-static const char files_vd2[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n"
-				"password\nvendor_data2.json\n";
+/* The files of a version, in Nova's order, each served from its version on
+ * (NULL: every one), kept in that order: what a version lists is the rows
+ * up to the first it does not serve. */
+enum { OS_META, OS_USER, OS_VENDOR, OS_NETWORK, OS_PASSWORD, OS_VENDOR2, OS_NFILES };
+static const struct os_file {
+	const char *name;
+	const char *since;
+} files[OS_NFILES] = {
+	[OS_META] = {"meta_data.json", NULL},
+	[OS_USER] = {"user_data", NULL},
+	[OS_VENDOR] = {"vendor_data.json", NULL},
+	[OS_NETWORK] = {"network_data.json", NULL},
+	[OS_PASSWORD] = {"password", "2013-04-04"},         /* GRIZZLY */
+	[OS_VENDOR2] = {"vendor_data2.json", "2016-10-06"}, /* NEWTON_TWO */
+};
+_Static_assert(OS_NFILES <= OS_FILES_MAX, "OS_FILES_MAX");
 
 int os_version_ok(const char *v, size_t n)
 {
@@ -30,22 +39,31 @@ int os_version_ok(const char *v, size_t n)
 	return 1;
 }
 
-static int from(const char *v, size_t n, const char *date);
-
-int os_password_version_ok(const char *v, size_t n)
-{
-	return from(v, n, "2013-04-04");
-}
-
+/* v is a version from date on. */
 static int from(const char *v, size_t n, const char *date)
 {
 	return os_version_ok(v, n) &&
 	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, date, 10) >= 0));
 }
 
+static int serves(const char *v, size_t n, const struct os_file *f)
+{
+	return f->since ? from(v, n, f->since) : os_version_ok(v, n);
+}
+
+int os_password_version_ok(const char *v, size_t n)
+{
+	return serves(v, n, &files[OS_PASSWORD]);
+}
+
 int os_vendor_data2_version_ok(const char *v, size_t n)
 {
-	return from(v, n, "2016-10-06");
+	return serves(v, n, &files[OS_VENDOR2]);
+}
+
+const char *os_file_name(size_t i)
+{
+	return i < OS_NFILES ? files[i].name : NULL;
 }
 
 /* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
@@ -183,6 +201,12 @@ int os_open(struct openstack *os, struct instance *in)
 {
 	memset(os, 0, sizeof(*os));
 	os->inst = in;
+	struct sbuf b = SBUF_INIT(os->listing, sizeof(os->listing));
+	for (size_t i = 0; i < OS_NFILES; i++) {
+		os->listing_len[i] = b.len;
+		sbuf_printf(&b, "%s\n", files[i].name);
+	}
+	os->listing_len[OS_NFILES] = b.len;
 	struct inst_meta m = inst_meta(in);
 	return render(os, &m);
 }
@@ -203,12 +227,11 @@ void os_versions(struct call *c)
 
 void os_files(struct call *c)
 {
-	if (os_vendor_data2_version_ok(c->ver.p, c->ver.n))
-		http_res_text(c->res, 200, "text/plain", files_vd2, sizeof(files_vd2) - 1);
-	else if (os_password_version_ok(c->ver.p, c->ver.n))
-		http_res_text(c->res, 200, "text/plain", files_pw, sizeof(files_pw) - 1);
-	else
-		http_res_text(c->res, 200, "text/plain", files, sizeof(files) - 1);
+	struct openstack *os = c->self;
+	size_t i = 0;
+	while (i < OS_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
+		i++;
+	http_res_text(c->res, 200, "text/plain", os->listing, os->listing_len[i]);
 }
 
 void os_meta_data(struct call *c)
