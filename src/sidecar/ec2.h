@@ -4,7 +4,8 @@
  * readers.
  *
  * /<version>/meta-data/ is a tree of listings (one name a line, a folder
- * with a trailing '/') and leaves: hostname, instance-id, instance-type,
+ * with a trailing '/') and leaves, one table (ec2.c's tree) whose
+ * listings are derived from its rows: hostname, instance-id, instance-type,
  * local-hostname, local-ipv4 (when the network-status names the pod's
  * address), placement/availability-zone and placement/region (when
  * configured), public-keys/ as "N=<name>" with public-keys/N/openssh-key.
@@ -33,6 +34,10 @@ void ec2_open(struct ec2 *e, struct instance *in);
 
 /* Route versions: "latest", "1.0" or a YYYY-MM-DD date. */
 int ec2_version_ok(const char *v, size_t n);
+
+/* The i-th path of the meta-data tree (a leaf or a folder), NULL past the
+ * last: for the tests that walk it. */
+const char *ec2_tree_path(size_t i);
 
 /* IMDSv2: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds,
  * the token presented as X-aws-ec2-metadata-token. */

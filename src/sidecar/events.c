@@ -303,50 +303,41 @@ void ev_azure_instance(struct call *c)
 
 /* ---- EC2 ------------------------------------------------------------------------- */
 
-int ev_ec2_meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
+int ev_ec2_spot(struct instance *in)
+{
+	return lc_get(&in->life)->state == LC_TERMINATE;
+}
+
+void ev_ec2_scheduled(struct instance *in, struct sbuf *b)
 {
 	const struct lc_view *v = lc_get(&in->life);
-	int pending = v->state == LC_MIGRATE || v->state == LC_TERMINATE;
-	if (n && p[n - 1] == '/')
-		n--;
-	if (is(p, n, "events")) {
-		sbuf_puts(b, "maintenance/");
-	} else if (is(p, n, "events/maintenance")) {
-		sbuf_puts(b, "history\nscheduled");
-	} else if (is(p, n, "events/maintenance/history")) {
+	if (v->state != LC_MIGRATE && v->state != LC_TERMINATE) {
 		sbuf_puts(b, "[]");
-	} else if (is(p, n, "events/maintenance/scheduled")) {
-		if (!pending) {
-			sbuf_puts(b, "[]");
-			return 1;
-		}
-		char nb[64];
-		lc_time_ec2(v->since, nb);
-		/* EventId as EC2's: instance-event- and 17 hex digits. */
-		char id[40];
-		snprintf(id, sizeof(id), "instance-event-%.8s%.4s%.4s%.1s", v->event_id, v->event_id + 9,
-			 v->event_id + 14, v->event_id + 19);
-		sbuf_putc(b, '[');
-		sbuf_putc(b, '{');
-		call_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop",
-				0);
-		call_json_field(b, "Description",
-				v->state == LC_MIGRATE ? "live migration to another node (KubeVirt)"
-						       : "eviction: the VM will be stopped (KubeVirt)",
-				1);
-		call_json_field(b, "EventId", id, 1);
-		call_json_field(b, "NotAfter", nb, 1);
-		call_json_field(b, "NotBefore", nb, 1);
-		call_json_field(b, "State", "active", 1);
-		sbuf_puts(b, "}]");
-	} else if (is(p, n, "spot") && v->state == LC_TERMINATE) {
-		sbuf_puts(b, "instance-action");
-	} else if (is(p, n, "spot/instance-action") && v->state == LC_TERMINATE) {
-		char t[64];
-		lc_time_rfc3339(v->since, t);
-		sbuf_printf(b, "{\"action\":\"terminate\",\"time\":\"%s\"}", t);
-	} else {
-		return 0;
+		return;
 	}
-	return 1;
+	char nb[64];
+	lc_time_ec2(v->since, nb);
+	/* EventId as EC2's: instance-event- and 17 hex digits. */
+	char id[40];
+	snprintf(id, sizeof(id), "instance-event-%.8s%.4s%.4s%.1s", v->event_id, v->event_id + 9,
+		 v->event_id + 14, v->event_id + 19);
+	sbuf_putc(b, '[');
+	sbuf_putc(b, '{');
+	call_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop", 0);
+	call_json_field(b, "Description",
+			v->state == LC_MIGRATE ? "live migration to another node (KubeVirt)"
+					       : "eviction: the VM will be stopped (KubeVirt)",
+			1);
+	call_json_field(b, "EventId", id, 1);
+	call_json_field(b, "NotAfter", nb, 1);
+	call_json_field(b, "NotBefore", nb, 1);
+	call_json_field(b, "State", "active", 1);
+	sbuf_puts(b, "}]");
+}
+
+void ev_ec2_instance_action(struct instance *in, struct sbuf *b)
+{
+	char t[64];
+	lc_time_rfc3339(lc_get(&in->life)->since, t);
+	sbuf_printf(b, "{\"action\":\"terminate\",\"time\":\"%s\"}", t);
 }

@@ -8,7 +8,7 @@
  *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
  *          StartRequests, and the compute document of /metadata/instance
  *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
- *          (ec2.c calls ev_ec2_meta).
+ *          (rows of ec2.c's tree).
  * Every handler's state is the instance (instance.h). */
 #ifndef IMDS_EVENTS_H
 #define IMDS_EVENTS_H
@@ -46,8 +46,12 @@ struct ev_ack {
 };
 int ev_azure_parse_ack(const char *p, size_t n, struct ev_ack *out, char *err, size_t errlen);
 
-/* meta-data/<p> of the EC2 tree for the events keys: 1 with the answer in
- * b, 0 when p is not one of them (or spot/ with nothing pending). */
-int ev_ec2_meta(struct instance *in, const char *p, size_t n, struct sbuf *b);
+/* EC2's leaves of the lifecycle (ec2.c's tree has their rows): spot/ is
+ * there while a termination is pending; events/maintenance/scheduled the
+ * pending migration or eviction ([] when none); spot/instance-action the
+ * termination's time. */
+int ev_ec2_spot(struct instance *in);
+void ev_ec2_scheduled(struct instance *in, struct sbuf *b);
+void ev_ec2_instance_action(struct instance *in, struct sbuf *b);
 
 #endif
