@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # layout_walk: every path of every layout walked (tests/lib/layout_walk.py) in
-# five configurations: nothing but the identity; everything (SSH keys of
+# six configurations: nothing but the identity; everything (SSH keys of
 # three entries, one with two keys, user-, vendor- and network-config data,
 # custom meta-data, a network-status with the pod's address, zone and region,
 # a bridged pod NIC, a pending eviction); a zone alone with a migration
-# pending; a region alone; everything with IMDS_SESSION=required.  In each,
+# pending; a region alone; everything with IMDS_SESSION=required; the
+# accessCredentials' keys of a cloud-init volume beside the annotation's.  In each,
 # every name a listing names answers (EC2's meta-data/ and dynamic/ trees of
 # every version: 200; OpenStack's files of every version: 200, or as Nova a
 # 404 with its reason for user_data and network_data.json when there are
@@ -94,4 +95,12 @@ config "everything, an eviction pending" "${ALL[@]}"
 config "a zone alone, a migration pending" IMDS_AVAILABILITY_ZONE=eu-west-1b IMDS_LIFECYCLE_DIR="$MIGRATE"
 config "a region alone" IMDS_REGION=eu-west-1
 config "everything, sessions required" "${ALL[@]}" IMDS_SESSION=required
+# The accessCredentials' keys (KubeVirt's sshSecrets, numbered first) beside
+# the annotation's, from a cloudInitNoCloud volume.
+mkdir -p "$D/ci/ssh/0" "$D/ci/ssh/1"
+cp "$D/k_ed2.pub" "$D/ci/ssh/0/laptop"
+cp "$D/k_rsa.pub" "$D/ci/ssh/1/desktop"
+config "the accessCredentials' keys and the annotation's" IMDS_SSH_KEYS_DIR="$D/keys" \
+	IMDS_CLOUD_INIT='{"source":"noCloud","userData":"I2Nsb3VkLWNvbmZpZwo=","sshSecrets":"a,b"}' \
+	IMDS_CLOUD_INIT_DIR="$D/ci"
 tap_done
