@@ -8,7 +8,10 @@
  * listings are derived from its rows: hostname, instance-id, instance-type,
  * local-hostname, local-ipv4 (when the network-status names the pod's
  * address), placement/availability-zone and placement/region (when
- * configured), public-keys/ as "N=<name>" with public-keys/N/openssh-key.
+ * configured), public-keys/ as "N=<name>" with public-keys/N/openssh-key
+ * (the accessCredentials' keys first), and the lifecycle's (events.c):
+ * events/maintenance/{history,scheduled}, spot/instance-action while a
+ * termination is pending.
  * /<version>/user-data is the user-data (404 when none, as EC2), and
  * /<version>/dynamic/instance-identity/document a JSON document.  A listed
  * name is always there: cloud-init's crawler fails on one that is not.
