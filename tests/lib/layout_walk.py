@@ -13,7 +13,7 @@ and of one older and one newer date) and every name each layout has, listed
 or not, is asked too, with and without a trailing '/', so that a name served
 but not listed, or listed but not served, shows; then the sessions (EC2's and
 ours: TTL missing, bad, proxied, good; tokens good, unknown, both, repeated),
-the methods a route does not take, and the other dialects' roots.  Session
+the methods a route does not take, and GCE's and Azure's header rules.  Session
 tokens are written as <token> (they are random).
 """
 import http.client
@@ -144,8 +144,22 @@ def walk(w):
                 w.req("GET", p, hs)
     w.req("POST", "/latest/meta-data/")
     w.req("DELETE", "/latest/meta-data/")
-    w.req("GET", "/computeMetadata/v1/instance/", {"Metadata-Flavor": "Google"})
-    w.req("GET", "/metadata/instance?api-version=2021-02-01", {"Metadata": "true"})
+    # GCE's header rule (Metadata-Flavor: Google) and Azure's (Metadata: true).
+    g = {"Metadata-Flavor": "Google"}
+    for p in ("/computeMetadata/v1/instance/", "/computeMetadata/v1/instance/id",
+              "/computeMetadata/v1/instance/zone", "/computeMetadata/v1/instance/hostname",
+              "/computeMetadata/v1/instance/maintenance-event", "/computeMetadata/v1/project/",
+              "/computeMetadata/v1/instance/nope"):
+        w.req("GET", p, g)
+        w.req("GET", p)
+    w.req("GET", "/computeMetadata/v1/instance/id", {"Metadata-Flavor": "google"})
+    w.req("GET", "/computeMetadata/v1/instance/id", dict(g, **{"X-Forwarded-For": "10.0.0.1"}))
+    w.req("POST", "/computeMetadata/v1/instance/id", g)
+    for p in ("/metadata/instance?api-version=2021-02-01", "/metadata/instance",
+              "/metadata/scheduledevents?api-version=2020-07-01", "/v1/identity", "/v1/token"):
+        w.req("GET", p, {"Metadata": "true"})
+        w.req("GET", p)
+        w.req("GET", p, {"Metadata": "true", "Forwarded": "for=10.0.0.1"})
 
 
 def main():
