@@ -44,6 +44,28 @@ void ev_lifecycle(struct call *c)
 
 /* ---- GCE ------------------------------------------------------------------------- */
 
+void ev_gce_flavor_header(struct http_response *res)
+{
+	http_res_header(res, "Metadata-Flavor", "Google");
+}
+
+/* As GCE's metadata server: Metadata-Flavor: Google, exactly once, and no
+ * proxy header (it answers 403 to either). */
+int ev_gce_flavor(const struct http_request *req, struct http_response *res)
+{
+	if (call_forwarded(req)) {
+		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
+		return -1;
+	}
+	int many = 0;
+	const struct http_span *f = call_header(req, "metadata-flavor", &many);
+	if (!f || many || !http_span_eq(*f, "Google")) {
+		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
+		return -1;
+	}
+	return 0;
+}
+
 void ev_gce_maintenance(struct call *c)
 {
 	struct instance *in = c->self;

@@ -4,7 +4,8 @@
  *   GCE    GET /computeMetadata/v1/instance/maintenance-event: NONE,
  *          MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE, and
  *          the instance/ keys its clients read first (id, name, hostname,
- *          zone); the route rule ROUTE_FLAVOR asks Metadata-Flavor: Google
+ *          zone); its header rule, Metadata-Flavor: Google, is here
+ *          (ev_gce_flavor), checked on the routes marked ROUTE_FLAVOR
  *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
  *          StartRequests, and the compute document of /metadata/instance
  *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
@@ -24,6 +25,11 @@ void ev_lifecycle(struct call *c);
 void ev_gce_maintenance(struct call *c);
 void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostname,zone} */
 void ev_gce_not_found(struct call *c);
+/* GCE's header rule (the route rule ROUTE_FLAVOR): every answer says
+ * Metadata-Flavor: Google, errors included; a request without that exact
+ * header once, or with a proxy header, gets 403 (0, or -1 answered). */
+void ev_gce_flavor_header(struct http_response *res);
+int ev_gce_flavor(const struct http_request *req, struct http_response *res);
 
 /* Each checks api-version first: missing or not one Azure serves for the
  * path, a 400 naming it. */

@@ -117,23 +117,6 @@ static void not_allowed(struct http_response *res, unsigned allowed)
 	}
 }
 
-/* GCE's metadata server: Metadata-Flavor: Google, exactly once, and no
- * proxy header (it answers 403 to either). */
-static int flavor(const struct http_request *req, struct http_response *res)
-{
-	if (call_forwarded(req)) {
-		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
-		return -1;
-	}
-	int many = 0;
-	const struct http_span *f = call_header(req, "metadata-flavor", &many);
-	if (!f || many || !http_span_eq(*f, "Google")) {
-		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
-		return -1;
-	}
-	return 0;
-}
-
 /* Token and identity: only a direct request from inside the guest. */
 static int guard(const struct http_request *req, struct http_response *res)
 {
@@ -163,7 +146,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	unsigned allowed = r ? r->methods : ROUTE_READ;
 	/* GCE's clients check the header on every answer, errors included. */
 	if (r && (r->rules & ROUTE_FLAVOR))
-		http_res_header(res, "Metadata-Flavor", "Google");
+		ev_gce_flavor_header(res);
 	if (!(route_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
 		return;
@@ -202,7 +185,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 	if ((r->rules & ROUTE_GUARD) && guard(req, res) < 0)
 		return;
-	if ((r->rules & ROUTE_FLAVOR) && flavor(req, res) < 0)
+	if ((r->rules & ROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
 		return;
 	r->fn(&c);
 	if (w.on && c.tag && (res->status == 200 || res->status == 304))
