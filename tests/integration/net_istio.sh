@@ -21,12 +21,15 @@
 # proxy seeing none of it, because the steering marks the service's TCP
 # with Istio's proxy mark 0x539 (src/sidecar/steer.h STEER_MARK); a table of
 # the test's clearing that mark hands the steered SYN to the proxy's :15006.
-# (root; iptables-nft)
+# The TPROXY pod once more with the network half from the node agent
+# (IMDS_NET_MODE=agent, imds-node; tests/lib/podfolder.sh).  (root; iptables-nft)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
 # shellcheck source=../lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=../lib/podfolder.sh
+. "$(dirname "$0")/../lib/podfolder.sh"
 
 ISTIO_LOG=$NET_TMP/istio.log
 if ! ns_setup || ! node_link 1400 || ! launcher_istio || ! guest_attach "$NS_VM" tap0 masquerade; then
@@ -137,8 +140,11 @@ tproxied() {
 tproxy_count() { in_pod "$1" -t mangle -L -v -n -x | awk '/TPROXY redirect .*:15006/ { n += $1 } END { print n + 0 }'; }
 nonzero() { [[ $1 =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]]; }
 
+# tproxy_pod MODE WHAT [agent]: agent: the network half from imds-node
+# (IMDS_NET_MODE=agent, the sidecar as UID 107 with no capability;
+# tests/lib/podfolder.sh), whose steering is the same steer_build's
 tproxy_pod() {
-	local m=$1 what=$2 n0 out out6 r
+	local m=$1 what=$2 agent=${3:-} n0 out out6 r c0 r6
 	next_pod "$m"
 	if ! NODE_V6=1 ns_setup || ! NODE_V6=1 node_link 1400 || ! launcher_istio "$m" ||
 		! guest_attach "$NS_VM" tap0 dual; then
@@ -182,8 +188,21 @@ tproxy_pod() {
 		proxied "$what: the proxy relayed the guest's connection to the node" '(inbound|outbound)' 10.0.2.2 192.168.100.1:8081
 	fi
 
-	imds_start IMDS_INTERFACES=default:masquerade:tap0
-	if imds_wait_serving 1 10; then ok "$what: run: serving tap0"; else not_ok "$what: run: serving tap0" "$(imds_log_tail)"; fi
+	if [[ $agent ]]; then
+		[[ -n $AGENT_PID ]] || agent_start "$NET_TMP/agent.log"
+		[[ -s "$IMDS_LOG" ]] && cat "$IMDS_LOG" >>"$NET_TMP/earlier.log"
+		sidecar_start 0b6f4c1e-1a2b-4c3d-8e9f-0000000000f1 "$NS_POD" "$IMDS_LOG" \
+			IMDS_VM_NAME=netvm IMDS_INTERFACES=default:masquerade:tap0
+		IMDS_PID=$SIDECAR_PID
+		if wait_for_line "$IMDS_LOG" 'net: serving .* from the node agent' 15; then
+			ok "$what: run: serving tap0 on the agent's listeners"
+		else
+			not_ok "$what: run: serving tap0 on the agent's listeners" "$(imds_log_tail)" "$(tail -n 5 "$NET_TMP/agent.log")"
+		fi
+	else
+		imds_start IMDS_INTERFACES=default:masquerade:tap0
+		if imds_wait_serving 1 10; then ok "$what: run: serving tap0"; else not_ok "$what: run: serving tap0" "$(imds_log_tail)"; fi
+	fi
 	n0=$(grep -cE '169\.254\.169\.254|fd00:ec2::254' "$ISTIO_LOG")
 	c0="$(tproxy_count iptables) $(tproxy_count ip6tables)"
 	out=$(cloudinit_fetch "$NS_VM" 2>&1)
@@ -236,6 +255,8 @@ NFT
 }
 tproxy_pod tproxy "TPROXY"
 tproxy_pod ambient "ambient in-pod TPROXY"
+tproxy_pod tproxy "TPROXY, agent mode" agent
+agent_stop TERM
 
 if imds_log_clean; then ok "server logs free of sanitizer reports"; else not_ok "server logs free of sanitizer reports"; fi
 tap_done
