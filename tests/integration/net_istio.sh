@@ -14,13 +14,16 @@
 # Then Istio's TPROXY capture (issue 32 item 3), in a dual-stack pod each:
 # sidecar.istio.io/interceptionMode: TPROXY, and ambient's in-pod TPROXY
 # (Istio 1.21-1.24), Istio's rules restored with iptables-nft
-# (launcher_istio tproxy | ambient).  TPROXY in mangle prerouting (-150)
+# (launcher_istio tproxy | ambient-tproxy).  TPROXY in mangle prerouting (-150)
 # takes untracked segments too: the rules are shown live (their counters
 # take the guest's and the node's TCP, both families), the guest is served on
 # 169.254.169.254 and fd00:ec2::254 with the rules counting none of it and the
 # proxy seeing none of it, because the steering marks the service's TCP
 # with Istio's proxy mark 0x539 (src/sidecar/steer.h STEER_MARK); a table of
 # the test's clearing that mark hands the steered SYN to the proxy's :15006.
+# And ambient's in-pod capture as Istio 1.25+ writes it (nat REDIRECT, the
+# guest's TCP on k6t-eth0 to ztunnel's :15001): served with or without the
+# mark, notrack alone keeping nat off.
 # The TPROXY pod once more with the network half from the node agent
 # (IMDS_NET_MODE=agent, imds-node; tests/lib/podfolder.sh).  (root; iptables-nft)
 set -uo pipefail
@@ -105,7 +108,7 @@ imds_stop
 expect_eq "SIGTERM: exit 0" 0 "$IMDS_STATUS"
 
 # ---- TPROXY: interceptionMode TPROXY, and ambient's in-pod TPROXY ----
-# (launcher_istio tproxy | ambient: Istio's rules restored with iptables-nft)
+# (launcher_istio tproxy | ambient-tproxy | ambient: Istio's rules restored with iptables-nft)
 # A dual-stack pod and guest each; the node serves :8081 on 192.168.100.1
 # and fd00:100::1, so the guest's other traffic has somewhere to go.
 G6=fd00:ec2::254
@@ -137,7 +140,15 @@ tproxied() {
 	"$@" >/dev/null 2>&1
 	echo "$(($(tproxy_count iptables) - a)) $(($(tproxy_count ip6tables) - b))"
 }
-tproxy_count() { in_pod "$1" -t mangle -L -v -n -x | awk '/TPROXY redirect .*:15006/ { n += $1 } END { print n + 0 }'; }
+# (TPROXY modes: the TPROXY rules to :15006 in mangle; ambient: the
+# REDIRECT rules of istio-cni's ISTIO_PRERT in nat)
+tproxy_count() {
+	if [[ $CAP_MODE == ambient ]]; then
+		in_pod "$1" -t nat -L ISTIO_PRERT -v -n -x | awk '/REDIRECT/ { n += $1 } END { print n + 0 }'
+	else
+		in_pod "$1" -t mangle -L -v -n -x | awk '/TPROXY redirect .*:15006/ { n += $1 } END { print n + 0 }'
+	fi
+}
 nonzero() { [[ $1 =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]]; }
 
 # tproxy_pod MODE WHAT [agent]: agent: the network half from imds-node
@@ -145,6 +156,7 @@ nonzero() { [[ $1 =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]]; }
 # tests/lib/podfolder.sh), whose steering is the same steer_build's
 tproxy_pod() {
 	local m=$1 what=$2 agent=${3:-} n0 out out6 r c0 r6
+	CAP_MODE=$m
 	next_pod "$m"
 	if ! NODE_V6=1 ns_setup || ! NODE_V6=1 node_link 1400 || ! launcher_istio "$m" ||
 		! guest_attach "$NS_VM" tap0 dual; then
@@ -152,7 +164,14 @@ tproxy_pod() {
 		return
 	fi
 	r=$(in_pod nft list chain ip mangle PREROUTING)
-	if [[ $r == *'hook prerouting priority mangle'* ]] && in_pod iptables -t mangle -S | grep -q -- '-j TPROXY' &&
+	if [[ $m == ambient ]]; then
+		r=$(in_pod iptables -t nat -S ISTIO_PRERT; in_pod ip6tables -t nat -S ISTIO_PRERT)
+		if (($(grep -c -- '-i k6t-eth0 -p tcp -j REDIRECT --to-ports 15001' <<<"$r") == 2)); then
+			ok "$what: istio-cni's in-pod rules in table nat: k6t-eth0's TCP to :15001, IPv4 and IPv6"
+		else
+			not_ok "$what: istio-cni's in-pod rules in table nat" "$r"
+		fi
+	elif [[ $r == *'hook prerouting priority mangle'* ]] && in_pod iptables -t mangle -S | grep -q -- '-j TPROXY' &&
 		in_pod ip6tables -t mangle -S | grep -q -- '-j TPROXY'; then
 		ok "$what: Istio's TPROXY rules in table mangle, prerouting priority mangle (-150), IPv4 and IPv6"
 	else
@@ -168,17 +187,25 @@ tproxy_pod() {
 	r6=$(tproxied in_vm curl -s -g -o /dev/null --max-time 2 "http://[$N6]:8081/")
 	out="${r% *} ${r6#* }"
 	if nonzero "$out"; then
-		ok "$what: Istio's TPROXY rule takes the guest's connections to the node (packets IPv4 IPv6: $out)"
+		ok "$what: Istio's capture rule takes the guest's connections to the node (packets IPv4 IPv6: $out)"
 	else
-		not_ok "$what: Istio's TPROXY rule takes the guest's connections to the node" "packets IPv4 IPv6: $out" "$(cat "$ISTIO_LOG")"
+		not_ok "$what: Istio's capture rule takes the guest's connections to the node" "packets IPv4 IPv6: $out" "$(cat "$ISTIO_LOG")"
 	fi
-	r=$(tproxied in_node curl -s -o /dev/null --max-time 2 "http://$POD_IP:8080/")
-	r6=$(tproxied in_node curl -s -g -o /dev/null --max-time 2 "http://[$POD_IP6]:8080/")
-	out="${r% *} ${r6#* }"
-	if nonzero "$out"; then
-		ok "$what: ... and the node's connections to the pod's :8080 (packets IPv4 IPv6: $out)"
-	else
-		not_ok "$what: ... and the node's connections to the pod's :8080" "packets IPv4 IPv6: $out"
+	# (ambient's nat inbound rule comes after KubeVirt's masquerade DNAT
+	# here, its chain being the older: only TPROXY's is checked inbound)
+	if [[ $m != ambient ]]; then
+		r=$(tproxied in_node curl -s -o /dev/null --max-time 2 "http://$POD_IP:8080/")
+		r6=$(tproxied in_node curl -s -g -o /dev/null --max-time 2 "http://[$POD_IP6]:8080/")
+		out="${r% *} ${r6#* }"
+		if nonzero "$out"; then
+			ok "$what: ... and the node's connections to the pod's :8080 (packets IPv4 IPv6: $out)"
+		else
+			not_ok "$what: ... and the node's connections to the pod's :8080" "packets IPv4 IPv6: $out"
+		fi
+	fi
+	if [[ $m == ambient ]]; then
+		proxied "$what: ztunnel's :15001 relayed the guest's connection to the node" outbound 10.0.2.2 192.168.100.1:8081
+		proxied "$what: ... and over IPv6" outbound fd10:0:2::2 "$N6:8081"
 	fi
 	if [[ $m == tproxy ]]; then
 		# Envoy's side: its inbound listener had the node's connection; the
@@ -215,7 +242,7 @@ tproxy_pod() {
 	if grep -q '"vmName":"netvm"' <<<"$out"; then ok "$what: /v1/identity from the guest"; else not_ok "$what: /v1/identity from the guest" "$out"; fi
 	out=$(get6 -H 'Metadata: true' "http://[$G6]/v1/identity")
 	if grep -q '"vmName":"netvm"' <<<"$out"; then ok "$what: /v1/identity from the guest on [$G6]"; else not_ok "$what: /v1/identity from the guest on [$G6]" "$out"; fi
-	expect_eq "$what: Istio's TPROXY rules took none of the guest's packets to the service" "$c0" \
+	expect_eq "$what: Istio's capture rules took none of the guest's packets to the service" "$c0" \
 		"$(tproxy_count iptables) $(tproxy_count ip6tables)"
 	expect_eq "$what: the proxy saw none of the guest's connections to the service" "$n0" \
 		"$(grep -cE '169\.254\.169\.254|fd00:ec2::254' "$ISTIO_LOG")"
@@ -226,9 +253,9 @@ tproxy_pod() {
 	r6=$(tproxied in_vm curl -s -g -o /dev/null --max-time 2 "http://[$N6]:8081/")
 	out="${r% *} ${r6#* }"
 	if nonzero "$out"; then
-		ok "$what: while served, Istio's TPROXY rule still takes the guest's other connections (packets: $out)"
+		ok "$what: while served, Istio's capture rule still takes the guest's other connections (packets: $out)"
 	else
-		not_ok "$what: while served, Istio's TPROXY rule still takes the guest's other connections" "packets: $out"
+		not_ok "$what: while served, Istio's capture rule still takes the guest's other connections" "packets: $out"
 	fi
 	# What the sidecar's mark does: a table of the test's clearing it after
 	# ours ran (priority -200, before mangle's -150) gives the steered SYN to
@@ -240,7 +267,15 @@ add rule inet imds_test_unmark prerouting iifname "veth-imds" meta mark set 0
 NFT
 	out=$(GUEST_TIMEOUT=3 guest_get "$NS_VM" /v1/identity -H 'Metadata: true' 2>&1)
 	out6=$(GUEST_TIMEOUT=3 get6 -H 'Metadata: true' "http://[$G6]/v1/identity")
-	if [[ $out != *vmName* && $out6 != *vmName* ]] &&
+	if [[ $m == ambient ]]; then
+		# nat REDIRECT never sees the untracked segment: the mark is not needed
+		if [[ $out == *'"vmName":"netvm"'* && $out6 == *'"vmName":"netvm"'* ]] &&
+			! grep -qE '169\.254\.169\.254|fd00:ec2::254' "$ISTIO_LOG"; then
+			ok "$what: without the sidecar's mark still served, ztunnel seeing nothing (notrack alone keeps nat REDIRECT off)"
+		else
+			not_ok "$what: without the sidecar's mark still served" "$out" "$out6" "$(cat "$ISTIO_LOG")"
+		fi
+	elif [[ $out != *vmName* && $out6 != *vmName* ]] &&
 		grep -Eq 'conn inbound 10\.0\.2\.2:[0-9]+ -> 169\.254\.169\.254:80$' "$ISTIO_LOG" &&
 		grep -Eq 'conn inbound fd10:0:2::2:[0-9]+ -> fd00:ec2::254:80$' "$ISTIO_LOG"; then
 		ok "$what: without the sidecar's mark, the steered connection goes to the proxy's :15006 (${out:0:50})"
@@ -254,7 +289,8 @@ NFT
 	expect_eq "$what: SIGTERM: exit 0" 0 "$IMDS_STATUS"
 }
 tproxy_pod tproxy "TPROXY"
-tproxy_pod ambient "ambient in-pod TPROXY"
+tproxy_pod ambient-tproxy "ambient in-pod TPROXY (Istio 1.21-1.24)"
+tproxy_pod ambient "ambient in-pod REDIRECT (Istio 1.25+)"
 tproxy_pod tproxy "TPROXY, agent mode" agent
 agent_stop TERM
 

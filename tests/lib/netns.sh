@@ -14,8 +14,9 @@
 #   node_link                     the CNI's pod eth0 and the node behind it (Calico)
 #   node_neighbour NS IP [N]      another pod on that node
 #   launcher_masquerade [istio]   KubeVirt's masquerade binding (with Istio's variant)
-#   launcher_istio [redirect|tproxy|ambient]   launcher_masquerade istio + Istio's own rules
-#                                 (REDIRECT, TPROXY, ambient's in-pod TPROXY) + a proxy
+#   launcher_istio [redirect|tproxy|ambient|ambient-tproxy]   launcher_masquerade istio +
+#                                 Istio's own rules (sidecar REDIRECT or TPROXY, ambient's
+#                                 in-pod REDIRECT or TPROXY) + a proxy
 #   launcher_bridge               bridge binding on the pod network
 #   launcher_managedtap           a managedTap plugin on an OVN-K primary UDN (ovn-udn1)
 #   launcher_multus_bridge NET    masquerade on the pod network + Multus bridge network NET
@@ -270,27 +271,36 @@ launcher_masquerade() {
 # exception in mangle: shortCircuitKubeInternalInterface, :184-188, writes
 # nat's).  The proxy is IP_TRANSPARENT (Istio gives it NET_ADMIN here).
 #
-# launcher_istio ambient: ambient mode's in-pod capture as istio-cni wrote it
-# with TPROXY (Istio 1.21-1.24, the ambient-tproxy-redirection option; 1.25
-# removed it, commit 382a07b88f7, and uses nat REDIRECT, the case REDIRECT
-# mode covers): cni/pkg/iptables/testdata/tproxy.golden at tag 1.24.0 (IPv4,
+# launcher_istio ambient: ambient mode's in-pod capture as istio-cni writes
+# it (since Istio 1.25: nat REDIRECT, marks 0x539/0x111) for a pod annotated
+# istio.io/reroute-virtual-interfaces: k6t-eth0 (cni/pkg/nodeagent/net.go:47):
+# cni/pkg/iptables/testdata/virtual_interfaces.golden (IPv4) and
+# virtual_interfaces_ipv6.golden:27-50 (IPv6), with k6t-eth0 for its test's
+# two interfaces, and `ip rule add fwmark 0x111/0xfff pref 32764 lookup 100`,
+# `local 0.0.0.0/0 dev lo table 100` (cni/pkg/iptables/iptables_linux.go:
+# 52-64, :118-133): the guest's TCP on k6t-eth0 to ztunnel's :15001, other
+# inbound TCP to :15006, both in nat.
+#
+# launcher_istio ambient-tproxy: the same capture as istio-cni wrote it with
+# TPROXY (Istio 1.21-1.24, the ambient-tproxy-redirection option; 1.25
+# removed it, commit 382a07b88f7): cni/pkg/iptables/testdata/tproxy.golden at tag 1.24.0 (IPv4,
 # whole) and tproxy_ipv6.golden:32-62 (IPv6): inbound TCP to ztunnel's
 # :15006 (and :15008) by TPROXY with mark 0x111/0xfff unless the packet
 # carries ztunnel's 0x539/0xfff, routed to lo by `ip rule add fwmark
 # 0x111/0xfff pref 32764 lookup 100` and `local 0.0.0.0/0 dev lo table 100`
-# (cni/pkg/iptables/iptables_linux.go:50-62, :118-131).  No Envoy in the pod,
-# so KubeVirt's plain masquerade; the stand-in for ztunnel marks its upstream
-# sockets 0x539.
+# (iptables_linux.go:50-62, :118-131 at 1.24.0).  1.24 had no virtual
+# interfaces.  No Envoy in either ambient pod, so KubeVirt's plain
+# masquerade; the stand-in for ztunnel marks its upstream sockets 0x539.
 # shellcheck disable=SC2120 # the mode is optional
 launcher_istio() {
 	local mode=${1:-redirect} v6=
-	if [[ $mode == ambient ]]; then
+	if [[ $mode == ambient* ]]; then
 		launcher_masquerade || return 1
 	else
 		launcher_masquerade istio || return 1
 	fi
 	in_pod ip -6 -o addr show dev eth0 scope global | grep -q inet6 && v6=1
-	[[ $mode == ambient ]] || in_pod nft -f - <<'NFT' || return 1
+	[[ $mode == ambient* ]] || in_pod nft -f - <<'NFT' || return 1
 add chain ip nat PREROUTING { type nat hook prerouting priority -100; }
 add chain ip nat OUTPUT { type nat hook output priority -100; }
 add chain ip nat ISTIO_INBOUND
@@ -380,6 +390,63 @@ IPT
 		proxy_args=(--transparent)
 		;;
 	ambient)
+		in_pod iptables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j REDIRECT --to-ports 15001
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j RETURN
+-A ISTIO_PRERT -s 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT -d 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d 127.0.0.1/32 -p tcp ! --dport 15008 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15006
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+IPT
+		in_pod ip rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+		in_pod ip route add local 0.0.0.0/0 dev lo table 100 || return 1
+		if [[ $v6 ]]; then
+			in_pod ip6tables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j REDIRECT --to-ports 15001
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j RETURN
+-A ISTIO_PRERT -s e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT -d e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d ::1/128 -p tcp ! --dport 15008 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15006
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+IPT
+			in_pod ip -6 rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+			in_pod ip -6 route add local ::/0 dev lo table 100 || return 1
+		fi
+		proxy_args=(--mark 0x539)
+		;;
+	ambient-tproxy)
 		in_pod iptables-restore --noflush <<'IPT' || return 1
 *mangle
 -N ISTIO_PRERT
