@@ -270,6 +270,14 @@ launcher_masquerade() {
 # k6t-eth0 meets the mangle rule first all the same (run.go puts no -i
 # exception in mangle: shortCircuitKubeInternalInterface, :184-188, writes
 # nat's).  The proxy is IP_TRANSPARENT (Istio gives it NET_ADMIN here).
+# Restored with iptables-nft (Debian's iptables, nf_tables backend), as
+# istio-iptables itself runs on an nftables node: the TPROXY, MARK, CONNMARK
+# targets and owner/mark/conntrack matches through nft_compat (Linux 6.18
+# here has xt_TPROXY, nft's tproxy and both socket matches built in; Istio's
+# rules use none of the socket matches).  Istio's native nftables backend
+# writes the same (tools/istio-nftables/pkg/capture/testdata/
+# inbound-ports-wildcard-tproxy.golden:29,38: `tproxy ip to :15006`, `mark
+# 1337 ... return` first in istio-inbound).
 #
 # launcher_istio ambient: ambient mode's in-pod capture as istio-cni writes
 # it (since Istio 1.25: nat REDIRECT, marks 0x539/0x111) for a pod annotated
