@@ -119,6 +119,14 @@ static void match_ether(struct nft_batch *b)
 	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &ether, sizeof(ether));
 }
 
+/* meta mark set STEER_MARK (steer.h: Istio's TPROXY rules pass it by). */
+static void set_mark(struct nft_batch *b)
+{
+	uint32_t mark = STEER_MARK;
+	nft_e_imm(b, NFT_REG_1, &mark, sizeof(mark));
+	nft_e_meta_set(b, NFT_META_MARK, NFT_REG_1);
+}
+
 static void to_dev(struct nft_batch *b, int ifindex, int dup)
 {
 	uint32_t i = (uint32_t)ifindex;
@@ -226,6 +234,16 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	/* ... and kept from Istio's TPROXY capture (mangle, priority -150),
+	 * which takes untracked segments too and would hand the guest's SYN
+	 * to its proxy's :15006. */
+	nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+	match_nh4(b, IP_DADDR, st->ip);
+	match_svc_tcp(b, st->port);
+	nft_e_counter(b);
+	set_mark(b);
+	nft_rule_end(b);
 	for (size_t i = 0; i < st->nlocal; i++) {
 		uint8_t alias[4];
 		steer_alias(i, alias);
@@ -321,6 +339,16 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	for (int a = 0; a < 2; a++) { /* as IPv4's: Istio's TPROXY passes it by */
+		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		nft_e_counter(b);
+		set_mark(b);
+		nft_rule_end(b);
+	}
 	nft_add_chain(b, f, STEER_TABLE, "input", NFT_HOOK_INPUT, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
 	nft_rule_begin(b, f, STEER_TABLE, "input");

@@ -17,7 +17,10 @@
  *  netdev  one ingress chain per served tap, one on veth-imds-br (the way
  *          back); only while there are taps to serve;
  *  ip      raw prerouting on veth-imds: notrack (NAT hooks, Istio's inbound
- *          capture among them, only see tracked connections) and, for a guest
+ *          capture in REDIRECT mode among them, only see tracked
+ *          connections), and STEER_MARK on the service's TCP (Istio's TPROXY
+ *          rules, which take untracked packets too, leave that mark alone)
+ *          and, for a guest
  *          whose source address is also an address of the pod (bridge
  *          binding keeps the pod IP on a dummy eth0, kubevirt-network.md E2:
  *          a martian), a stateless rewrite to an alias STEER_ALIAS_BASE+i,
@@ -50,6 +53,19 @@
 #define STEER_PRIO_TAP (-500)  /* netdev ingress: before anyone else */
 #define STEER_PRIO_RAW (-310)  /* before conntrack (-200) and raw (-300) */
 #define STEER_PRIO_POST 300    /* after source NAT */
+/* The mark the steered TCP for the service carries from raw prerouting on:
+ * Istio's mark for its proxy's own traffic, which its TPROXY capture passes
+ * by (mangle prerouting, priority -150, before which our notrack does not
+ * help): sidecar interceptionMode TPROXY `-A ISTIO_INBOUND -p tcp -m mark
+ * --mark 1337 -j RETURN`, the chain's first rule (istio/istio
+ * tools/istio-iptables/pkg/capture/run.go:436-437, InboundTProxyMark's default
+ * "1337", tools/common/config/config.go:40), and ambient's in-pod TPROXY
+ * rules `-m mark ! --mark 0x539/0xfff -j TPROXY` (Istio 1.21-1.24,
+ * cni/pkg/iptables/testdata/tproxy.golden:9,11 at 1.24.0).  Neither routes
+ * the mark anywhere but to lo (Istio's `fwmark 1337 lookup 133` is `local
+ * default dev lo`, where the service is local anyway; ambient's rule is
+ * fwmark 0x111/0xfff). */
+#define STEER_MARK 0x539u
 
 struct steer_tap {
 	char name[16];

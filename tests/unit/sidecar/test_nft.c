@@ -89,6 +89,7 @@ static const char *meta_name(uint32_t k)
 	case NFT_META_IIFNAME: return "iifname";
 	case NFT_META_OIFNAME: return "oifname";
 	case NFT_META_IIFTYPE: return "iiftype";
+	case NFT_META_MARK: return "mark";
 	default: return "?";
 	}
 }
@@ -102,7 +103,10 @@ static void expr_text(struct attr elem, char *out, size_t cap)
 	assert_non_null(e[NFTA_EXPR_NAME].p);
 	snprintf(name, sizeof(name), "%.*s", (int)e[NFTA_EXPR_NAME].n, (const char *)e[NFTA_EXPR_NAME].p);
 	attrs(e[NFTA_EXPR_DATA].p, e[NFTA_EXPR_DATA].n, d, 15);
-	if (!strcmp(name, "meta")) {
+	if (!strcmp(name, "meta") && d[NFTA_META_SREG].p) {
+		snprintf(out, cap, "[ meta set %s with reg %u ]", meta_name(be32at(d[NFTA_META_KEY])),
+			 be32at(d[NFTA_META_SREG]));
+	} else if (!strcmp(name, "meta")) {
 		snprintf(out, cap, "[ meta load %s => reg %u ]", meta_name(be32at(d[NFTA_META_KEY])),
 			 be32at(d[NFTA_META_DREG]));
 	} else if (!strcmp(name, "cmp")) {
@@ -203,7 +207,7 @@ static void test_golden(void **state)
 {
 	(void)state;
 	static uint8_t buf[65536];
-	static char ours[16384];
+	static char ours[32768];
 	struct nft_batch b;
 	struct steer_state st = golden_state();
 
@@ -376,8 +380,9 @@ static void test_ports(void **state)
 	assert_int_equal(steer_build(&st, &b), 0);
 	assert_int_equal(nft_batch_finish(&b), 0);
 	decode_rules(buf, b.len, text, sizeof(text));
-	/* two taps' steering, two output rejects, forward, bridge forward and input */
-	assert_int_equal(count(text, p80), 7);
+	/* two taps' steering, the mark that keeps Istio's TPROXY off (steer.h
+	 * STEER_MARK), two output rejects, forward, bridge forward and input */
+	assert_int_equal(count(text, p80), 8);
 	assert_int_equal(count(text, p8080), 0);
 
 	st.port = 8080;
@@ -385,7 +390,7 @@ static void test_ports(void **state)
 	assert_int_equal(steer_build(&st, &b), 0);
 	assert_int_equal(nft_batch_finish(&b), 0);
 	decode_rules(buf, b.len, text, sizeof(text));
-	assert_int_equal(count(text, p8080), 7);
+	assert_int_equal(count(text, p8080), 8);
 	/* 80: guarded (output off the pod, forward, the two bridge chains) */
 	assert_int_equal(count(text, p80), 4);
 }
