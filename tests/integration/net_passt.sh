@@ -88,10 +88,14 @@ guest_web() {
 }
 mkdir -p "$NET_TMP/guest-www"
 echo guest-own-80 >"$NET_TMP/guest-www/index.html"
-ip netns exec "$NS_VM" "$PY" -m http.server --bind 0.0.0.0 --directory "$NET_TMP/guest-www" 80 \
-	>"$NET_TMP/guest-http.log" 2>&1 &
-BG_PIDS+=($!)
-guest_web
+guest_web_start() {
+	ip netns exec "$NS_VM" "$PY" -m http.server --bind 0.0.0.0 --directory "$NET_TMP/guest-www" 80 \
+		>>"$NET_TMP/guest-http.log" 2>&1 &
+	GUEST_WEB_PID=$!
+	BG_PIDS+=($!)
+	guest_web
+}
+guest_web_start
 node_reaches_guest80() { # the VM's own web server, from the node, on the pod IP
 	local out
 	out=$(in_node curl -sS --max-time 3 "http://$POD_IP/" 2>&1)
@@ -190,8 +194,17 @@ fi
 # the service's port.  Debian 12's passt connects only after a bind() to the
 # destination failed (tcp.c tcp_conn_from_tap at 7c7625d: "Nobody is
 # listening then"); fd00:ec2::254 is an address of the pod, so the sidecar
-# holds [fd00:ec2::254]:80 (src/sidecar/plumb.h plumb_port_hold6).
+# holds [fd00:ec2::254]:80 (src/sidecar/plumb.h plumb_port_hold6), taken
+# while no passt holds :80: the pod's order, the sidecar first, then passt.
+# The guest's web server stopped first: while it listened, this pasta was
+# seen holding a wildcard :80 of its own, which hides passt's probe (without
+# the hold this check then fails: a timeout over IPv6).
 pasta_stop
+kill "$GUEST_WEB_PID" 2>/dev/null
+wait "$GUEST_WEB_PID" 2>/dev/null
+imds_stop
+imds_start IMDS_INTERFACES=default:passt
+imds_wait_serving 1 10
 if pasta_start 22 none && out=$(guest_get "$NS_VM" /v1/identity -H 'Metadata: true' 2>&1) && grep -q '"vmName":"netvm"' <<<"$out" &&
 	out=$(in_vm curl -sS -g --max-time 3 -H 'Metadata: true' "http://[fd00:ec2::254]/v1/identity" 2>&1) &&
 	grep -q '"vmName":"netvm"' <<<"$out"; then
@@ -199,8 +212,10 @@ if pasta_start 22 none && out=$(guest_get "$NS_VM" /v1/identity -H 'Metadata: tr
 else
 	not_ok "a VMI's ports: [22]: the guest is served over IPv4 and IPv6" "${out:-}" "$(cat "$NET_TMP/pasta.log")"
 fi
-# A VMI declaring ports: [80] (libvirt: --tcp-ports 80, no UDP).
+# A VMI declaring ports: [80] (libvirt: --tcp-ports 80, no UDP), passt
+# binding :80 next to the sidecar's hold.
 pasta_stop
+guest_web_start
 if pasta_start 80 none && out=$(passt_served); then
 	ok "a VMI's ports: [80] (-t 80) next to the sidecar: passt starts, the guest is served and its port 80 is on the pod IP"
 else
