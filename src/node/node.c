@@ -76,6 +76,7 @@ struct pod {
 	int programmed, guard_sent, serving;
 	struct responder resp;
 	int sent_if, sent_v6;
+	int hold6;            /* passt's pods: plumb_port_hold6, held here, or -1 */
 	uint64_t generation;
 	uint64_t pass_at;     /* a failed pass: again from */
 	unsigned pass_ms;
@@ -214,6 +215,9 @@ static void pod_close_active(struct pod *p)
 	nl_close(&p->nft);
 	p->programmed = p->guard_sent = p->serving = 0;
 	p->sent_if = p->sent_v6 = 0;
+	if (p->hold6 >= 0)
+		close(p->hold6);
+	p->hold6 = -1;
 }
 
 /* Back to POD_IDLE (the kernel state stays: a restarted sidecar or agent
@@ -596,7 +600,7 @@ static int send_listeners(struct pod *p)
 	unsigned nfds = 0;
 	int ret = 0;
 
-	fds[nfds] = plumb_listener_open(p->ps.veth, p->pc.ip, p->pc.port, p->msg.hops, p->pc.passt,
+	fds[nfds] = plumb_listener_open(p->ps.veth, p->pc.ip, p->pc.lport, p->msg.hops, p->pc.passt,
 					err, sizeof(err));
 	if (fds[nfds] < 0) {
 		log_error("pod %s: %s", p->uid, err);
@@ -604,7 +608,7 @@ static int send_listeners(struct pod *p)
 	}
 	nfds++;
 	for (int a = 0; p->ps.v6 && a < 2; a++) {
-		fds[nfds] = plumb_listener_open6(p->ps.veth, ndp_imds_addr[a], p->pc.port, p->msg.hops,
+		fds[nfds] = plumb_listener_open6(p->ps.veth, ndp_imds_addr[a], p->pc.lport, p->msg.hops,
 						 p->pc.passt, err, sizeof(err));
 		if (fds[nfds] < 0) {
 			log_error("pod %s: %s", p->uid, err);
@@ -612,6 +616,18 @@ static int send_listeners(struct pod *p)
 			goto out;
 		}
 		nfds++;
+	}
+	/* passt's pods: the service's IPv6 port held for the pod (plumb.h);
+	 * -EADDRINUSE: passt's own listener has it. */
+	if (p->pc.passt && p->pc.lport != p->pc.port && p->ps.v6) {
+		if (p->hold6 >= 0)
+			close(p->hold6);
+		p->hold6 = plumb_port_hold6(p->ps.veth, ndp_imds_addr[0], p->pc.port);
+		if (p->hold6 < 0 && p->hold6 != -EADDRINUSE)
+			log_error("pod %s: holding [fd00:ec2::254]:%u for passt: %s", p->uid, p->pc.port,
+				  strerror(-p->hold6));
+		if (p->hold6 < 0)
+			p->hold6 = -1;
 	}
 	struct nodemsg m = {.type = NODEMSG_LISTENERS, .generation = ++p->generation, .nfds = nfds};
 	ret = send_msg(p, &m, fds, nfds);
@@ -806,7 +822,7 @@ static void pod_seen(struct node *n, const char *uid, int now)
 			return;
 		p->node = n;
 		snprintf(p->uid, sizeof(p->uid), "%s", uid);
-		p->wd = p->conn = p->netns = -1;
+		p->wd = p->conn = p->netns = p->hold6 = -1;
 		p->state = POD_IDLE;
 		n->pods[n->npods++] = p;
 	}

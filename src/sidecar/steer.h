@@ -28,7 +28,11 @@
  *          notrack for what we send from .254; and the fallbacks: TCP to
  *          .254's service port (and 80) is never forwarded, nor anything
  *          from veth-imds, and no process of the pod connects to a .254
- *          port P that is not local;
+ *          port P that is not local; with a listener port L other than P
+ *          (lport, passt's pods): input rewrites the TCP destination port P
+ *          of .254 to L after routing, output the source port L of .254
+ *          back to P, statelessly (ip6 the same for both IPv6 addresses):
+ *          the pod's routing and every client see only P;
  *  bridge  the fallback on every bridge of the pod (any bridge, present or
  *          future): no TCP for .254's service port (and 80), no ARP for .254,
  *          is forwarded between ports or delivered to the bridge itself.
@@ -78,6 +82,7 @@ struct steer_state {
 	uint8_t vmac[6];
 	uint8_t ip[4];  /* the service address (169.254.169.254) */
 	uint16_t port;  /* its TCP port, the only one steered and guarded; 0: 80 */
+	uint16_t lport; /* the listener's port, when not port (passt: steer.h's top); 0: port */
 	size_t ntaps;
 	struct steer_tap taps[STEER_MAX_TAPS];
 	size_t nlocal;

@@ -96,7 +96,8 @@ out=$(guest_get "$VM_P" /v1/identity -H 'Metadata: true' 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served its own identity (passt's connection over the pod's loopback)"; else not_ok "passt guest served its own identity" "$out" "$(tail -3 "$NET_TMP/sidecar-p.log")"; fi
 out=$(ip netns exec "$VM_P" curl -sS -g --max-time 3 -H 'Metadata: true' "http://[fd00:ec2::254]/v1/identity" 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served over IPv6 ([fd00:ec2::254], a listener the agent passed)"; else not_ok "passt guest served over IPv6" "$out"; fi
-if grep -q 'serving 169.254.169.254:80 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
+# (on port 50254 where passt serves, docs/sidecar.md "Every port passt forwards")
+if grep -q 'serving 169.254.169.254:50254 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe; port 50254)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
 
 # ---- probe and await ------------------------------------------------------
 # probe_in UID NS: `imds-server probe` as the sidecar runs it (107, in the pod)

@@ -21,6 +21,7 @@
 #   launcher_managedtap           a managedTap plugin on an OVN-K primary UDN (ovn-udn1)
 #   launcher_multus_bridge NET    masquerade on the pod network + Multus bridge network NET
 #   launcher_passt | launcher_macvtap NET | launcher_sriov
+#   pasta_start [TCP UDP] / pasta_stop   passt (as pasta) as libvirt runs it, every port forwarded
 #   guest_attach NS TAP MODE [MAC] [ADDR]   the VM: MODE masquerade | bridge | bridge-ll |
 #                                 linklocal | udn | none; through tap TAP of the pod
 #   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
@@ -640,6 +641,60 @@ launcher_multus_bridge() {
 # Nothing else: passt itself runs in the pod (launched by libvirt).
 launcher_passt() {
 	in_pod sysctl -qw net.ipv4.ping_group_range='107 107' net.ipv4.ip_unprivileged_port_start=0
+}
+
+# pasta_start [TCP UDP]: passt as libvirt runs it for the pod network, as
+# pasta (the same code; its guest NS_VM, a netns, where qemu's is a VM), in
+# the pod; PASTA_PID, its log $NET_TMP/pasta.log; the guest's eth0 up with
+# the pod's addresses and routes as passt's DHCP gives them.  With no
+# `ports` on the VMI, KubeVirt's domain has a tcp and a udp <portForward>
+# without ranges (pkg/virt-launcher/virtwrap/converter/network/passt.go:68-75
+# at v1.9's d923fdb8; the plugin: cmd/sidecars/network-passt-binding/domain/
+# configurator.go:228-235) and libvirt runs `passt --tcp-ports all
+# --udp-ports all` (src/qemu/qemu_passt.c:294-295 at a8262cb3; --vhost-user
+# at :210-211, which Debian 12's passt lacks).  pasta refuses "all" ("'all'
+# port forwarding is only allowed for passt": conf.c in 7c7625d and since),
+# so TCP and UDP default to PASST_ALL: what "all" binds, on the wildcard
+# address, in either passt: every port below the ephemeral ones, which are
+# >= 49152 in Debian 12's (0.0~git20230309.7c7625d: conf.c conf_ports,
+# util.h PORT_EPHEMERAL_MIN) and ip_local_port_range (32768-60999) in
+# passt since 2024 (fwd.c fwd_probe_ephemeral; "all" then takes
+# 61000-65535 too).  A VMI with `ports: [80]` gets `--tcp-ports 80`: TCP 80.
+# Every port is a socket or two per protocol (~110k in all): passt exits
+# "Can't open enough sockets" at RLIMIT_NOFILE (conf.c, its enfile label).
+# Where the hard limit is lower and cannot be raised (no CAP_SYS_RESOURCE),
+# the well-known and registered ports up to 4096 and both edges of the
+# ephemeral ranges stand in for "all": the ports the sidecar could meet.
+PASST_ALL_FULL=1-49151,61000-65535
+PASST_ALL=$PASST_ALL_FULL
+PASST_NOFILE=1048576
+if ! prlimit --nofile=$PASST_NOFILE:$PASST_NOFILE true 2>/dev/null; then
+	PASST_NOFILE=$(ulimit -Hn)
+	PASST_ALL=1-4096,32700-32767,49100-49151,61000-61100
+fi
+PASTA_PID=
+pasta_start() {
+	local tcp=${1:-$PASST_ALL} udp=${2:-$PASST_ALL} args
+	args=(-t "$tcp")
+	[[ $udp == none ]] || args+=(-u "$udp")
+	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" \
+		pasta --runas 0 --config-net -f -I eth0 "${args[@]}" \
+		--netns "/run/netns/$NS_VM" >"$NET_TMP/pasta.log" 2>&1 &
+	PASTA_PID=$!
+	BG_PIDS+=($!)
+	for _ in $(seq 300); do ip -n "$NS_VM" -4 addr show dev eth0 2>/dev/null | grep -q inet && break; sleep 0.02; done
+	ip -n "$NS_VM" route add "$POD_GW" dev eth0 scope link 2>/dev/null
+	ip -n "$NS_VM" route add default via "$POD_GW" 2>/dev/null
+	ip -n "$NS_VM" -4 -o addr show dev eth0 2>/dev/null | grep -q "$POD_IP"
+}
+
+# pasta_stop: passt killed (as libvirt does when the VM stops), its tap gone.
+pasta_stop() {
+	[[ -n $PASTA_PID ]] || return 0
+	kill "$PASTA_PID" 2>/dev/null
+	wait "$PASTA_PID" 2>/dev/null
+	PASTA_PID=
+	for _ in $(seq 200); do ip -n "$NS_VM" link show eth0 >/dev/null 2>&1 || break; sleep 0.01; done
 }
 
 # A macvtap binding plugin (domainAttachmentType: tap): the CNI moves a
