@@ -8,11 +8,13 @@ set -euo pipefail
 # suites run against the sidecar (tests/integration/cloudinit.sh, agents.sh);
 # nftables, tcpdump and passt: the network suites list our tables, capture the
 # node's side and run the real passt; resource-agents: its azure-events-az, the
-# Azure Scheduled Events agent tests/integration/lifecycle_clients.sh runs.
+# Azure Scheduled Events agent tests/integration/lifecycle_clients.sh runs;
+# iptables (iptables-nft): Istio's own capture rules, restored as istio-iptables
+# writes them (tests/integration/net_istio.sh's TPROXY and ambient launchers).
 # vm: genisoimage makes the NoCloud ISO of vm_boot.sh's continuity boot (KubeVirt's disk).
 declare -A pkgs=(
 	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
-	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-yaml python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt resource-agents"
+	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-yaml python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt resource-agents iptables"
 	[bench]="nginx-light wrk util-linux"
 	[lint]="shellcheck cppcheck clang-tidy"
 	[coverage]="lcov"

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,6 +76,7 @@ struct pod {
 	int programmed, guard_sent, serving;
 	struct responder resp;
 	int sent_if, sent_v6;
+	int hold6;            /* passt's pods: plumb_port_hold6, held here, or -1 */
 	uint64_t generation;
 	uint64_t pass_at;     /* a failed pass: again from */
 	unsigned pass_ms;
@@ -91,6 +93,7 @@ struct node {
 	int sigfd;
 	int self_ns;          /* the agent's own netns */
 	ino_t self_ns_ino;
+	int nopidfd_said;      /* said once: the kernel has no SO_PEERPIDFD */
 	uint64_t next_rescan;
 	struct pod *pods[NODE_PODS_MAX];
 	size_t npods;
@@ -212,6 +215,9 @@ static void pod_close_active(struct pod *p)
 	nl_close(&p->nft);
 	p->programmed = p->guard_sent = p->serving = 0;
 	p->sent_if = p->sent_v6 = 0;
+	if (p->hold6 >= 0)
+		close(p->hold6);
+	p->hold6 = -1;
 }
 
 /* Back to POD_IDLE (the kernel state stays: a restarted sidecar or agent
@@ -268,6 +274,33 @@ static struct pod *pod_by_wd(struct node *n, int wd)
 	return NULL;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5: include/uapi/asm-generic/socket.h */
+#endif
+
+/* The socket's peer as a pidfd (SO_PEERPIDFD, Linux 6.5): it names the
+ * process that listened, never whatever holds its pid number later.  -1
+ * with *none set when the kernel has no such option. */
+static int peer_pidfd(int c, int *none)
+{
+	int fd = -1;
+	socklen_t l = sizeof(fd);
+
+	*none = 0;
+	if (!getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) && fd >= 0)
+		return fd;
+	*none = errno == ENOPROTOOPT;
+	return -1;
+}
+
+/* Has the pidfd's process exited?  A pidfd polls readable once it has
+ * (pidfd_open(2)); an error counts as exited. */
+static int pidfd_exited(int pfd)
+{
+	struct pollfd pf = {.fd = pfd, .events = POLLIN};
+	return poll(&pf, 1, 0) != 0;
+}
+
 /* Does /proc/<pid>/cgroup name the pod's UID (cgroupfs: pod<uid>; the
  * systemd driver: pod<uid with '_' for '-'>.slice)? */
 static int cgroup_names_pod(pid_t pid, const char *uid)
@@ -306,7 +339,7 @@ static void pod_connect(struct pod *p)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	int sfd, c, r;
+	int sfd, c, r, pfd, nopidfd, gone, ns_errno = 0;
 
 	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_SOCK_REL);
 	/* no O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a link as the last
@@ -358,7 +391,41 @@ static void pod_connect(struct pod *p)
 		return;
 	}
 	p->pid = cred.pid;
+	/* The pid is a number: the peer may exit and the number name another
+	 * process by the time its cgroup and netns are read.  The pidfd names
+	 * the peer itself; alive after the reads, the reads were of it. */
+	pfd = peer_pidfd(c, &nopidfd);
+	if (pfd < 0 && !nopidfd) {
+		pod_say(p, "refused: the socket's peer (pid %d) has exited (SO_PEERPIDFD: %s)",
+			(int)cred.pid, strerror(errno));
+		pod_drop(p, 1);
+		return;
+	}
+	if (nopidfd && !n->nopidfd_said) {
+		log_info("this kernel has no SO_PEERPIDFD (Linux 6.5): a sidecar's pid is read once, "
+			 "and a pid reused at once could name another process of its pod");
+		n->nopidfd_said = 1;
+	}
 	r = cgroup_names_pod(cred.pid, p->uid);
+	if (r == 1) {
+		snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)cred.pid);
+		p->netns = open(nspath, O_RDONLY | O_CLOEXEC);
+		if (p->netns >= 0 && fstat(p->netns, &nst)) {
+			close(p->netns);
+			p->netns = -1;
+		}
+		ns_errno = errno;
+	}
+	gone = pfd >= 0 && pidfd_exited(pfd);
+	if (pfd >= 0)
+		close(pfd);
+	if (gone) {
+		pod_say(p, "refused: the socket's peer (pid %d) exited while it was checked: its "
+			   "pid may name another process now",
+			(int)cred.pid);
+		pod_drop(p, 1);
+		return;
+	}
 	if (r != 1) {
 		pod_say(p, "refused: the socket's peer (pid %d) is not a process of this pod (its "
 			   "cgroup does not name pod %s)",
@@ -366,10 +433,8 @@ static void pod_connect(struct pod *p)
 		pod_drop(p, 1);
 		return;
 	}
-	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)cred.pid);
-	p->netns = open(nspath, O_RDONLY | O_CLOEXEC);
-	if (p->netns < 0 || fstat(p->netns, &nst)) {
-		pod_say(p, "refused: %s: %s", nspath, strerror(errno));
+	if (p->netns < 0) {
+		pod_say(p, "refused: %s: %s", nspath, strerror(ns_errno));
 		pod_drop(p, 1);
 		return;
 	}
@@ -536,7 +601,7 @@ static int send_listeners(struct pod *p)
 	unsigned nfds = 0;
 	int ret = 0;
 
-	fds[nfds] = plumb_listener_open(p->ps.veth, p->pc.ip, p->pc.port, p->msg.hops, p->pc.passt,
+	fds[nfds] = plumb_listener_open(p->ps.veth, p->pc.ip, p->pc.lport, p->msg.hops, p->pc.passt,
 					err, sizeof(err));
 	if (fds[nfds] < 0) {
 		log_error("pod %s: %s", p->uid, err);
@@ -544,7 +609,7 @@ static int send_listeners(struct pod *p)
 	}
 	nfds++;
 	for (int a = 0; p->ps.v6 && a < 2; a++) {
-		fds[nfds] = plumb_listener_open6(p->ps.veth, ndp_imds_addr[a], p->pc.port, p->msg.hops,
+		fds[nfds] = plumb_listener_open6(p->ps.veth, ndp_imds_addr[a], p->pc.lport, p->msg.hops,
 						 p->pc.passt, err, sizeof(err));
 		if (fds[nfds] < 0) {
 			log_error("pod %s: %s", p->uid, err);
@@ -552,6 +617,18 @@ static int send_listeners(struct pod *p)
 			goto out;
 		}
 		nfds++;
+	}
+	/* passt's pods: the service's IPv6 port held for the pod (plumb.h);
+	 * -EADDRINUSE: passt's own listener has it. */
+	if (p->pc.passt && p->pc.lport != p->pc.port && p->ps.v6) {
+		if (p->hold6 >= 0)
+			close(p->hold6);
+		p->hold6 = plumb_port_hold6(p->ps.veth, ndp_imds_addr[0], p->pc.port);
+		if (p->hold6 < 0 && p->hold6 != -EADDRINUSE)
+			log_error("pod %s: holding [fd00:ec2::254]:%u for passt: %s", p->uid, p->pc.port,
+				  strerror(-p->hold6));
+		if (p->hold6 < 0)
+			p->hold6 = -1;
 	}
 	struct nodemsg m = {.type = NODEMSG_LISTENERS, .generation = ++p->generation, .nfds = nfds};
 	ret = send_msg(p, &m, fds, nfds);
@@ -746,7 +823,7 @@ static void pod_seen(struct node *n, const char *uid, int now)
 			return;
 		p->node = n;
 		snprintf(p->uid, sizeof(p->uid), "%s", uid);
-		p->wd = p->conn = p->netns = -1;
+		p->wd = p->conn = p->netns = p->hold6 = -1;
 		p->state = POD_IDLE;
 		n->pods[n->npods++] = p;
 	}

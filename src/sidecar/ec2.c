@@ -68,78 +68,233 @@ static int key_index(const char *p, size_t len, unsigned n)
 	return v < n ? (int)v : -1;
 }
 
+/* ---- the meta-data tree ------------------------------------------------------------ */
+
+/* What a request's rows read: the model's views, taken once per request
+ * (each re-reads its sources when they changed); the lifecycle only when a
+ * row asks for it. */
+struct view {
+	struct instance *in;
+	struct inst_meta m;
+	struct inst_net net;
+};
+
+static int has_ipv4(struct view *v)
+{
+	return v->net.ipv4 != NULL;
+}
+
+static int has_zone(struct view *v)
+{
+	return v->in->zone != NULL;
+}
+
+static int has_region(struct view *v)
+{
+	return v->in->region != NULL;
+}
+
+static int has_keys(struct view *v)
+{
+	return v->m.keys->n || v->m.cikeys->n;
+}
+
+static int has_spot(struct view *v)
+{
+	return ev_ec2_spot(v->in);
+}
+
+static void hostname(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->in->hostname);
+}
+
+static void instance_id(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->in->iid);
+}
+
+static void instance_type(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->in->instance_type);
+}
+
+static void local_ipv4(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->net.ipv4);
+}
+
+static void zone(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->in->zone);
+}
+
+static void region(struct view *v, struct sbuf *b)
+{
+	sbuf_puts(b, v->in->region);
+}
+
+static void history(struct view *v, struct sbuf *b)
+{
+	(void)v;
+	sbuf_puts(b, "[]");
+}
+
+static void scheduled(struct view *v, struct sbuf *b)
+{
+	ev_ec2_scheduled(v->in, b);
+}
+
+static void instance_action(struct view *v, struct sbuf *b)
+{
+	ev_ec2_instance_action(v->in, b);
+}
+
+/* public-keys/: "N=<name>" a line, the accessCredentials' keys first
+ * (cloud-init.go numbers them so), then the annotation's. */
+static void keys_listing(struct view *v, struct sbuf *b)
+{
+	unsigned ck = v->m.cikeys->n;
+	for (unsigned i = 0; i < ck; i++)
+		sbuf_printf(b, "%s%u=access-credential-%u", i ? "\n" : "", i, i);
+	for (unsigned i = 0; i < v->m.keys->n; i++) {
+		sbuf_printf(b, "%s%u=", i + ck ? "\n" : "", i + ck);
+		key_name(b, &v->m.keys->k[i]);
+	}
+}
+
+/* public-keys/<p>: N (a listing) or N/openssh-key. */
+static int keys_under(struct view *v, const char *p, size_t n, struct sbuf *b)
+{
+	const char *slash = memchr(p, '/', n);
+	size_t il = slash ? (size_t)(slash - p) : n;
+	unsigned ck = v->m.cikeys->n;
+	int idx = key_index(p, il, v->m.keys->n + ck);
+	if (idx < 0)
+		return 0;
+	if (!slash || il + 1 == n)
+		sbuf_puts(b, "openssh-key");
+	else if (is(slash + 1, n - il - 1, "openssh-key") && (unsigned)idx < ck)
+		sbuf_put(b, v->m.cikeys->k[idx].v, v->m.cikeys->k[idx].n);
+	else if (is(slash + 1, n - il - 1, "openssh-key"))
+		sbuf_puts(b, v->m.keys->k[(unsigned)idx - ck].line);
+	else
+		return 0;
+	return 1;
+}
+
+/* The tree under meta-data/, as EC2's (sorted, so each listing is): a row
+ * is a leaf (leaf writes it) or a folder, whose listing is derived from the
+ * rows under it (a folder's name with a trailing '/'), or, for a folder of
+ * data (public-keys/), written by list with the paths under it answered by
+ * under.  A row is there when its has says so (NULL: always) and, for a
+ * derived folder, when a row under it is: a listed name always answers
+ * (cloud-init's crawler fails on one that does not). */
+static const struct ec2_row {
+	const char *path;
+	int (*has)(struct view *v);
+	void (*leaf)(struct view *v, struct sbuf *b);
+	void (*list)(struct view *v, struct sbuf *b);
+	int (*under)(struct view *v, const char *p, size_t n, struct sbuf *b);
+} tree[] = {
+	{"events", NULL, NULL, NULL, NULL},
+	{"events/maintenance", NULL, NULL, NULL, NULL},
+	{"events/maintenance/history", NULL, history, NULL, NULL},
+	{"events/maintenance/scheduled", NULL, scheduled, NULL, NULL},
+	{"hostname", NULL, hostname, NULL, NULL},
+	{"instance-id", NULL, instance_id, NULL, NULL},
+	{"instance-type", NULL, instance_type, NULL, NULL},
+	{"local-hostname", NULL, hostname, NULL, NULL},
+	{"local-ipv4", has_ipv4, local_ipv4, NULL, NULL},
+	{"placement", NULL, NULL, NULL, NULL},
+	{"placement/availability-zone", has_zone, zone, NULL, NULL},
+	{"placement/region", has_region, region, NULL, NULL},
+	{"public-keys", has_keys, NULL, keys_listing, keys_under},
+	{"spot", has_spot, NULL, NULL, NULL},
+	{"spot/instance-action", has_spot, instance_action, NULL, NULL},
+};
+
+#define NTREE (sizeof(tree) / sizeof(tree[0]))
+
+const char *ec2_tree_path(size_t i)
+{
+	return i < NTREE ? tree[i].path : NULL;
+}
+
+/* 1 when path[0..n) is directly under folder dir[0..dn) ("" the root): its
+ * name's offset in *name. */
+static int child_of(const char *path, const char *dir, size_t dn, size_t *name)
+{
+	size_t n = strlen(path);
+	size_t o = dn ? dn + 1 : 0;
+	if (n <= o || (dn && (memcmp(path, dir, dn) != 0 || path[dn] != '/')))
+		return 0;
+	*name = o;
+	return memchr(path + o, '/', n - o) == NULL;
+}
+
+static int there(struct view *v, size_t i)
+{
+	const struct ec2_row *r = &tree[i];
+	if (r->has && !r->has(v))
+		return 0;
+	if (r->leaf || r->list)
+		return 1;
+	size_t dn = strlen(r->path), name;
+	for (size_t j = i + 1; j < NTREE; j++)
+		if (child_of(tree[j].path, r->path, dn, &name) && there(v, j))
+			return 1;
+	return 0;
+}
+
+/* The listing of the folder dir[0..dn): its rows that are there. */
+static void listing(struct view *v, const char *dir, size_t dn, struct sbuf *b)
+{
+	int first = 1;
+	size_t name;
+	for (size_t j = 0; j < NTREE; j++) {
+		if (!child_of(tree[j].path, dir, dn, &name) || !there(v, j))
+			continue;
+		sbuf_puts(b, first ? "" : "\n");
+		sbuf_puts(b, tree[j].path + name);
+		if (!tree[j].leaf)
+			sbuf_putc(b, '/');
+		first = 0;
+	}
+}
+
 /* The answer for meta-data/<p>: a listing or a leaf into b.  0 when there
  * is no such name.  A trailing '/' is allowed on a leaf too (botocore asks
  * for placement/availability-zone/), as EC2 does. */
 static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
 {
-	const struct imds_config *c = in->cfg;
-	struct inst_meta m = inst_meta(in);
-	struct inst_net net = inst_net(in);
+	struct view v = {.in = in};
+	v.m = inst_meta(in); /* then the interfaces: each may log a re-read */
+	v.net = inst_net(in);
 	if (n && p[n - 1] == '/')
 		n--;
 	if (n == 0) {
-		/* As EC2's listing, sorted: events/ always, spot/ while a
-		 * termination is pending. */
-		sbuf_puts(b, "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
-		if (net.ipv4)
-			sbuf_puts(b, "\nlocal-ipv4");
-		if (c->zone || c->region)
-			sbuf_puts(b, "\nplacement/");
-		if (m.keys->n || m.cikeys->n)
-			sbuf_puts(b, "\npublic-keys/");
-		if (lc_get(&in->life)->state == LC_TERMINATE)
-			sbuf_puts(b, "\nspot/");
+		listing(&v, "", 0, b);
 		return 1;
 	}
-	if (is(p, n, "hostname") || is(p, n, "local-hostname")) {
-		sbuf_puts(b, in->hostname);
-	} else if (is(p, n, "instance-id")) {
-		sbuf_puts(b, in->iid);
-	} else if (is(p, n, "instance-type")) {
-		sbuf_puts(b, in->instance_type);
-	} else if (is(p, n, "local-ipv4") && net.ipv4) {
-		sbuf_puts(b, net.ipv4);
-	} else if (is(p, n, "placement") && (c->zone || c->region)) {
-		if (c->zone)
-			sbuf_puts(b, c->region ? "availability-zone\n" : "availability-zone");
-		if (c->region)
-			sbuf_puts(b, "region");
-	} else if (is(p, n, "placement/availability-zone") && c->zone) {
-		sbuf_puts(b, c->zone);
-	} else if (is(p, n, "placement/region") && c->region) {
-		sbuf_puts(b, c->region);
-	} else if (is(p, n, "public-keys") && (m.keys->n || m.cikeys->n)) {
-		/* The accessCredentials' keys first (cloud-init.go numbers them
-		 * so), then the annotation's. */
-		unsigned ck = m.cikeys->n;
-		for (unsigned i = 0; i < ck; i++)
-			sbuf_printf(b, "%s%u=access-credential-%u", i ? "\n" : "", i, i);
-		for (unsigned i = 0; i < m.keys->n; i++) {
-			sbuf_printf(b, "%s%u=", i + ck ? "\n" : "", i + ck);
-			key_name(b, &m.keys->k[i]);
+	for (size_t i = 0; i < NTREE; i++) {
+		const struct ec2_row *r = &tree[i];
+		size_t rn = strlen(r->path);
+		if (is(p, n, r->path)) {
+			if (!there(&v, i))
+				return 0;
+			if (r->leaf)
+				r->leaf(&v, b);
+			else if (r->list)
+				r->list(&v, b);
+			else
+				listing(&v, p, n, b);
+			return 1;
 		}
-	} else if (n > 12 && memcmp(p, "public-keys/", 12) == 0) {
-		const char *k = p + 12;
-		size_t kn = n - 12;
-		const char *slash = memchr(k, '/', kn);
-		size_t il = slash ? (size_t)(slash - k) : kn;
-		unsigned ck = m.cikeys->n;
-		int idx = key_index(k, il, m.keys->n + ck);
-		if (idx < 0)
-			return 0;
-		if (!slash || il + 1 == kn)
-			sbuf_puts(b, "openssh-key");
-		else if (is(slash + 1, kn - il - 1, "openssh-key") && (unsigned)idx < ck)
-			sbuf_put(b, m.cikeys->k[idx].v, m.cikeys->k[idx].n);
-		else if (is(slash + 1, kn - il - 1, "openssh-key"))
-			sbuf_puts(b, m.keys->k[(unsigned)idx - ck].line);
-		else
-			return 0;
-	} else {
-		return ev_ec2_meta(in, p, n, b);
+		if (r->under && n > rn + 1 && memcmp(p, r->path, rn) == 0 && p[rn] == '/')
+			return there(&v, i) && r->under(&v, p + rn + 1, n - rn - 1, b);
 	}
-	return 1;
+	return 0;
 }
 
 static void text(struct call *c, const struct sbuf *b)
@@ -148,6 +303,15 @@ static void text(struct call *c, const struct sbuf *b)
 		http_res_error(c->res, 500, "internal", "the answer does not fit");
 	else
 		call_data_text(c, "text/plain", b->p, b->len);
+}
+
+const struct session_dialect ec2_session = {"x-aws-ec2-metadata-token-ttl-seconds",
+					      "X-aws-ec2-metadata-token-ttl-seconds",
+					      "x-aws-ec2-metadata-token"};
+
+void ec2_token(struct call *c)
+{
+	session_open(c, &ec2_session);
 }
 
 void ec2_versions(struct call *c)
@@ -226,11 +390,11 @@ void ec2_dynamic(struct call *c)
 #else
 	sbuf_puts(&b, "{\"architecture\":null");
 #endif
-	json_or_null(&b, "availabilityZone", in->cfg->zone);
+	json_or_null(&b, "availabilityZone", in->zone);
 	call_json_field(&b, "instanceId", in->iid, 1);
 	call_json_field(&b, "instanceType", in->instance_type, 1);
 	json_or_null(&b, "privateIp", net.ipv4);
-	json_or_null(&b, "region", in->cfg->region);
+	json_or_null(&b, "region", in->region);
 	sbuf_puts(&b, ",\"version\":\"2017-09-30\"}\n");
 	text(c, &b);
 }

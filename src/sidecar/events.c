@@ -44,6 +44,28 @@ void ev_lifecycle(struct call *c)
 
 /* ---- GCE ------------------------------------------------------------------------- */
 
+void ev_gce_flavor_header(struct http_response *res)
+{
+	http_res_header(res, "Metadata-Flavor", "Google");
+}
+
+/* As GCE's metadata server: Metadata-Flavor: Google, exactly once, and no
+ * proxy header (it answers 403 to either). */
+int ev_gce_flavor(const struct http_request *req, struct http_response *res)
+{
+	if (call_forwarded(req)) {
+		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
+		return -1;
+	}
+	int many = 0;
+	const struct http_span *f = call_header(req, "metadata-flavor", &many);
+	if (!f || many || !http_span_eq(*f, "Google")) {
+		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
+		return -1;
+	}
+	return 0;
+}
+
 void ev_gce_maintenance(struct call *c)
 {
 	struct instance *in = c->self;
@@ -64,16 +86,16 @@ void ev_gce_instance(struct call *c)
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
 	if (n == 0) {
 		/* zone only when known (the pod's topology label): no stand-in */
-		sbuf_puts(&b, in->cfg->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
+		sbuf_puts(&b, in->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
 					    : "hostname\nid\nmaintenance-event\nname\n");
 	} else if (is(p, n, "id")) {
 		sbuf_puts(&b, in->iid);
 	} else if (is(p, n, "name") || is(p, n, "hostname")) {
 		sbuf_puts(&b, in->hostname);
-	} else if (is(p, n, "zone") && in->cfg->zone) {
+	} else if (is(p, n, "zone") && in->zone) {
 		/* projects/<project>/zones/<zone>: the namespace stands for the
 		 * project, as in the OpenStack layout's project_id. */
-		sbuf_printf(&b, "projects/%s/zones/%s", in->cfg->ns, in->cfg->zone);
+		sbuf_printf(&b, "projects/%s/zones/%s", in->vm_ns, in->zone);
 	} else {
 		ev_gce_not_found(c);
 		return;
@@ -292,10 +314,10 @@ void ev_azure_instance(struct call *c)
 	sbuf_puts(&b, "{\"compute\":{");
 	call_json_field(&b, "name", in->hostname, 0);
 	call_json_field(&b, "vmId", in->iid, 1);
-	call_json_field(&b, "location", in->cfg->region ? in->cfg->region : "", 1);
+	call_json_field(&b, "location", in->region ? in->region : "", 1);
 	char zone[16];
-	call_json_field(&b, "zone", ev_azure_zone(in->cfg->zone, in->cfg->region, zone, sizeof(zone)), 1);
-	call_json_field(&b, "resourceGroupName", in->cfg->ns, 1);
+	call_json_field(&b, "zone", ev_azure_zone(in->zone, in->region, zone, sizeof(zone)), 1);
+	call_json_field(&b, "resourceGroupName", in->vm_ns, 1);
 	call_json_field(&b, "vmSize", in->instance_type, 1);
 	sbuf_puts(&b, "}}\n");
 	answer(c, "application/json", &b);
@@ -303,50 +325,41 @@ void ev_azure_instance(struct call *c)
 
 /* ---- EC2 ------------------------------------------------------------------------- */
 
-int ev_ec2_meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
+int ev_ec2_spot(struct instance *in)
+{
+	return lc_get(&in->life)->state == LC_TERMINATE;
+}
+
+void ev_ec2_scheduled(struct instance *in, struct sbuf *b)
 {
 	const struct lc_view *v = lc_get(&in->life);
-	int pending = v->state == LC_MIGRATE || v->state == LC_TERMINATE;
-	if (n && p[n - 1] == '/')
-		n--;
-	if (is(p, n, "events")) {
-		sbuf_puts(b, "maintenance/");
-	} else if (is(p, n, "events/maintenance")) {
-		sbuf_puts(b, "history\nscheduled");
-	} else if (is(p, n, "events/maintenance/history")) {
+	if (v->state != LC_MIGRATE && v->state != LC_TERMINATE) {
 		sbuf_puts(b, "[]");
-	} else if (is(p, n, "events/maintenance/scheduled")) {
-		if (!pending) {
-			sbuf_puts(b, "[]");
-			return 1;
-		}
-		char nb[64];
-		lc_time_ec2(v->since, nb);
-		/* EventId as EC2's: instance-event- and 17 hex digits. */
-		char id[40];
-		snprintf(id, sizeof(id), "instance-event-%.8s%.4s%.4s%.1s", v->event_id, v->event_id + 9,
-			 v->event_id + 14, v->event_id + 19);
-		sbuf_putc(b, '[');
-		sbuf_putc(b, '{');
-		call_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop",
-				0);
-		call_json_field(b, "Description",
-				v->state == LC_MIGRATE ? "live migration to another node (KubeVirt)"
-						       : "eviction: the VM will be stopped (KubeVirt)",
-				1);
-		call_json_field(b, "EventId", id, 1);
-		call_json_field(b, "NotAfter", nb, 1);
-		call_json_field(b, "NotBefore", nb, 1);
-		call_json_field(b, "State", "active", 1);
-		sbuf_puts(b, "}]");
-	} else if (is(p, n, "spot") && v->state == LC_TERMINATE) {
-		sbuf_puts(b, "instance-action");
-	} else if (is(p, n, "spot/instance-action") && v->state == LC_TERMINATE) {
-		char t[64];
-		lc_time_rfc3339(v->since, t);
-		sbuf_printf(b, "{\"action\":\"terminate\",\"time\":\"%s\"}", t);
-	} else {
-		return 0;
+		return;
 	}
-	return 1;
+	char nb[64];
+	lc_time_ec2(v->since, nb);
+	/* EventId as EC2's: instance-event- and 17 hex digits. */
+	char id[40];
+	snprintf(id, sizeof(id), "instance-event-%.8s%.4s%.4s%.1s", v->event_id, v->event_id + 9,
+		 v->event_id + 14, v->event_id + 19);
+	sbuf_putc(b, '[');
+	sbuf_putc(b, '{');
+	call_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop", 0);
+	call_json_field(b, "Description",
+			v->state == LC_MIGRATE ? "live migration to another node (KubeVirt)"
+					       : "eviction: the VM will be stopped (KubeVirt)",
+			1);
+	call_json_field(b, "EventId", id, 1);
+	call_json_field(b, "NotAfter", nb, 1);
+	call_json_field(b, "NotBefore", nb, 1);
+	call_json_field(b, "State", "active", 1);
+	sbuf_puts(b, "}]");
+}
+
+void ev_ec2_instance_action(struct instance *in, struct sbuf *b)
+{
+	char t[64];
+	lc_time_rfc3339(lc_get(&in->life)->since, t);
+	sbuf_printf(b, "{\"action\":\"terminate\",\"time\":\"%s\"}", t);
 }

@@ -4,11 +4,12 @@
  *   GCE    GET /computeMetadata/v1/instance/maintenance-event: NONE,
  *          MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE, and
  *          the instance/ keys its clients read first (id, name, hostname,
- *          zone); the route rule ROUTE_FLAVOR asks Metadata-Flavor: Google
+ *          zone); its header rule, Metadata-Flavor: Google, is here
+ *          (ev_gce_flavor), checked on the routes marked ROUTE_FLAVOR
  *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
  *          StartRequests, and the compute document of /metadata/instance
  *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
- *          (ec2.c calls ev_ec2_meta).
+ *          (rows of ec2.c's tree).
  * Every handler's state is the instance (instance.h). */
 #ifndef IMDS_EVENTS_H
 #define IMDS_EVENTS_H
@@ -24,6 +25,11 @@ void ev_lifecycle(struct call *c);
 void ev_gce_maintenance(struct call *c);
 void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostname,zone} */
 void ev_gce_not_found(struct call *c);
+/* GCE's header rule (the route rule ROUTE_FLAVOR): every answer says
+ * Metadata-Flavor: Google, errors included; a request without that exact
+ * header once, or with a proxy header, gets 403 (0, or -1 answered). */
+void ev_gce_flavor_header(struct http_response *res);
+int ev_gce_flavor(const struct http_request *req, struct http_response *res);
 
 /* Each checks api-version first: missing or not one Azure serves for the
  * path, a 400 naming it. */
@@ -46,8 +52,12 @@ struct ev_ack {
 };
 int ev_azure_parse_ack(const char *p, size_t n, struct ev_ack *out, char *err, size_t errlen);
 
-/* meta-data/<p> of the EC2 tree for the events keys: 1 with the answer in
- * b, 0 when p is not one of them (or spot/ with nothing pending). */
-int ev_ec2_meta(struct instance *in, const char *p, size_t n, struct sbuf *b);
+/* EC2's leaves of the lifecycle (ec2.c's tree has their rows): spot/ is
+ * there while a termination is pending; events/maintenance/scheduled the
+ * pending migration or eviction ([] when none); spot/instance-action the
+ * termination's time. */
+int ev_ec2_spot(struct instance *in);
+void ev_ec2_scheduled(struct instance *in, struct sbuf *b);
+void ev_ec2_instance_action(struct instance *in, struct sbuf *b);
 
 #endif

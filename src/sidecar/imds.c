@@ -79,7 +79,7 @@ static const struct route routes[] = {
 	 password_serve, AT(inst.pw)},
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
-	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, session_serve_ec2, AT(sessions)},
+	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
 	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
@@ -91,6 +91,10 @@ static const struct route routes[] = {
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* The session headers of each dialect, checked on every request in this
+ * order: ours, then EC2's. */
+static const struct session_dialect *const dialects[] = {&session_ours, &ec2_session};
 
 const char *imds_route_pattern(size_t i)
 {
@@ -111,23 +115,6 @@ static void not_allowed(struct http_response *res, unsigned allowed)
 		http_res_error(res, 405, "method_not_allowed", "only GET and HEAD are supported");
 		http_res_header(res, "Allow", "GET, HEAD");
 	}
-}
-
-/* GCE's metadata server: Metadata-Flavor: Google, exactly once, and no
- * proxy header (it answers 403 to either). */
-static int flavor(const struct http_request *req, struct http_response *res)
-{
-	if (call_forwarded(req)) {
-		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
-		return -1;
-	}
-	int many = 0;
-	const struct http_span *f = call_header(req, "metadata-flavor", &many);
-	if (!f || many || !http_span_eq(*f, "Google")) {
-		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
-		return -1;
-	}
-	return 0;
 }
 
 /* Token and identity: only a direct request from inside the guest. */
@@ -159,7 +146,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	unsigned allowed = r ? r->methods : ROUTE_READ;
 	/* GCE's clients check the header on every answer, errors included. */
 	if (r && (r->rules & ROUTE_FLAVOR))
-		http_res_header(res, "Metadata-Flavor", "Google");
+		ev_gce_flavor_header(res);
 	if (!(route_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
 		return;
@@ -177,7 +164,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		return;
 	}
 	/* A session token that is presented must be good, whatever the path. */
-	int st = session_check(&a->sessions, req);
+	int st = session_check(&a->sessions, req, dialects, sizeof(dialects) / sizeof(dialects[0]));
 	if (st < 0) {
 		http_res_error(res, 401, "invalid_token", "X-Metadata-Token is not a valid session");
 		return;
@@ -198,7 +185,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 	if ((r->rules & ROUTE_GUARD) && guard(req, res) < 0)
 		return;
-	if ((r->rules & ROUTE_FLAVOR) && flavor(req, res) < 0)
+	if ((r->rules & ROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
 		return;
 	r->fn(&c);
 	if (w.on && c.tag && (res->status == 200 || res->status == 304))

@@ -177,6 +177,17 @@ static void identity(struct instance *in)
 		snprintf(in->host, sizeof(in->host), "%.*s", (int)(n > 63 ? 63 : n), cfg->vm_name);
 	}
 	in->hostname = in->host;
+	in->vm_ns = cfg->ns;
+	in->zone = cfg->zone;
+	in->region = cfg->region;
+	in->password_key = cfg->password_key;
+	in->netcfg_given = cfg->network_config_file != NULL;
+	for (size_t i = 0; cfg->have_ifaces && i < cfg->ifaces.n; i++)
+		if (strcmp(cfg->ifaces.e[i].tap, "tap0") == 0) {
+			in->pod_nic_bridged = cfg->ifaces.e[i].kind == IFACES_BRIDGE ||
+					      cfg->ifaces.e[i].kind == IFACES_MANAGEDTAP;
+			break;
+		}
 	/* A type a client can always read: Talos retries a missing one for
 	 * minutes (its openstack platform, instance-type). */
 	const char *it = inst_ci(in, "instanceType");

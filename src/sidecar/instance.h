@@ -73,6 +73,19 @@ struct instance {
 	struct blob *ci_empty;     /* the empty user-data of a volume without one */
 	struct dfile ci_user, ci_net; /* from the volume's Secrets */
 	struct cikeys cikeys;      /* accessCredentials (IMDS_CLOUD_INIT_DIR/ssh/<i>) */
+	/* The pod and its node, as the layouts say them (a layout reads this
+	 * model, never the configuration). */
+	const char *vm_ns;         /* the VM's namespace */
+	const char *zone, *region; /* the node's topology labels; NULL: unknown */
+	/* The entry of the SSH keys whose first RSA key OpenStack lists alone
+	 * (IMDS_PASSWORD_KEY); NULL: every key. */
+	const char *password_key;
+	/* The guest has the pod network's MAC: the NIC on tap0 is bound with
+	 * bridge or managedTap (IMDS_INTERFACES; KubeVirt's discoverbridge.go
+	 * gives the guest the pod interface's MAC); with masquerade or passt
+	 * the guest's MAC is its own. */
+	int pod_nic_bridged;
+	int netcfg_given;          /* IMDS_NETWORK_CONFIG_FILE is set */
 	const char *instance_type; /* IMDS_INSTANCE_TYPE, KubeVirt's instancetype, or "kubevirt" */
 	int instance_type_known;   /* not the "kubevirt" stand-in */
 	struct blob *user_inline;  /* IMDS_USER_DATA */

@@ -251,6 +251,14 @@ void nft_e_meta(struct nft_batch *b, uint32_t key, uint32_t dreg)
 	expr_end(b, e);
 }
 
+void nft_e_meta_set(struct nft_batch *b, uint32_t key, uint32_t sreg)
+{
+	struct expr e = expr_begin(b, "meta", 1);
+	put_be32(b, b->rule, NFTA_META_KEY, key);
+	put_be32(b, b->rule, NFTA_META_SREG, sreg);
+	expr_end(b, e);
+}
+
 void nft_e_cmp(struct nft_batch *b, uint32_t sreg, uint32_t op, const void *data, size_t len)
 {
 	struct expr e = expr_begin(b, "cmp", 1);

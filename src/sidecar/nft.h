@@ -81,6 +81,7 @@ void nft_rule_end(struct nft_batch *b);
 
 /* Expressions (registers: NFT_REG_VERDICT or NFT_REG_1..4). */
 void nft_e_meta(struct nft_batch *b, uint32_t key, uint32_t dreg);
+void nft_e_meta_set(struct nft_batch *b, uint32_t key, uint32_t sreg); /* meta KEY set sreg */
 void nft_e_cmp(struct nft_batch *b, uint32_t sreg, uint32_t op, const void *data, size_t len);
 void nft_e_payload(struct nft_batch *b, uint32_t base, uint32_t off, uint32_t len, uint32_t dreg);
 void nft_e_payload_set(struct nft_batch *b, uint32_t base, uint32_t off, uint32_t len,

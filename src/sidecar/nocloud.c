@@ -105,7 +105,7 @@ void nocloud_meta_data(struct call *c)
  * first user-data request has no effect on this guest.  Said once. */
 static void netcfg_unasked(struct nocloud *nc)
 {
-	if (nc->netcfg_asked || nc->netcfg_told || !nc->inst->cfg->network_config_file)
+	if (nc->netcfg_asked || nc->netcfg_told || !nc->inst->netcfg_given)
 		return;
 	nc->netcfg_told = 1;
 	struct blob *b = inst_network_config(nc->inst);

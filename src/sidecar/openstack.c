@@ -10,13 +10,22 @@
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
-/* What Nova lists for a version: the password from 2013-04-04 (GRIZZLY),
- * vendor_data2.json from 2016-10-06 (NEWTON_TWO) on. */
-static const char files[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n";
-static const char files_pw[] =
-	"meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\npassword\n";
-static const char files_vd2[] = "meta_data.json\nuser_data\nvendor_data.json\nnetwork_data.json\n"
-				"password\nvendor_data2.json\n";
+/* The files of a version, in Nova's order, each served from its version on
+ * (NULL: every one), kept in that order: what a version lists is the rows
+ * up to the first it does not serve. */
+enum { OS_META, OS_USER, OS_VENDOR, OS_NETWORK, OS_PASSWORD, OS_VENDOR2, OS_NFILES };
+static const struct os_file {
+	const char *name;
+	const char *since;
+} files[OS_NFILES] = {
+	[OS_META] = {"meta_data.json", NULL},
+	[OS_USER] = {"user_data", NULL},
+	[OS_VENDOR] = {"vendor_data.json", NULL},
+	[OS_NETWORK] = {"network_data.json", NULL},
+	[OS_PASSWORD] = {"password", "2013-04-04"},         /* GRIZZLY */
+	[OS_VENDOR2] = {"vendor_data2.json", "2016-10-06"}, /* NEWTON_TWO */
+};
+_Static_assert(OS_NFILES <= OS_FILES_MAX, "OS_FILES_MAX");
 
 int os_version_ok(const char *v, size_t n)
 {
@@ -30,22 +39,31 @@ int os_version_ok(const char *v, size_t n)
 	return 1;
 }
 
-static int from(const char *v, size_t n, const char *date);
-
-int os_password_version_ok(const char *v, size_t n)
-{
-	return from(v, n, "2013-04-04");
-}
-
+/* v is a version from date on. */
 static int from(const char *v, size_t n, const char *date)
 {
 	return os_version_ok(v, n) &&
 	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, date, 10) >= 0));
 }
 
+static int serves(const char *v, size_t n, const struct os_file *f)
+{
+	return f->since ? from(v, n, f->since) : os_version_ok(v, n);
+}
+
+int os_password_version_ok(const char *v, size_t n)
+{
+	return serves(v, n, &files[OS_PASSWORD]);
+}
+
 int os_vendor_data2_version_ok(const char *v, size_t n)
 {
-	return from(v, n, "2016-10-06");
+	return serves(v, n, &files[OS_VENDOR2]);
+}
+
+const char *os_file_name(size_t i)
+{
+	return i < OS_NFILES ? files[i].name : NULL;
 }
 
 /* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
@@ -65,7 +83,7 @@ static int is_rsa(const struct sshkey *k)
  * Said in the log when the instance's keys changed (rendering). */
 static unsigned pick_keys(const struct instance *in, const struct sshkeys *keys, unsigned *sel)
 {
-	const char *want = in->cfg->password_key;
+	const char *want = in->password_key;
 	unsigned n = 0;
 	if (!want) {
 		for (unsigned i = 0; i < keys->n; i++)
@@ -99,7 +117,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	const struct metajson *cu = m->custom;
 	/* Worst case: every byte escaped (\u00XX, 6 bytes) twice over. */
 	size_t cap = 4096 + strlen(in->iid) * 12 + strlen(in->hostname) * 24 +
-		     strlen(in->instance_type) * 6 + (in->cfg->zone ? strlen(in->cfg->zone) * 6 : 0);
+		     strlen(in->instance_type) * 6 + (in->zone ? strlen(in->zone) * 6 : 0);
 	for (unsigned i = 0; i < keys->n; i++)
 		cap += (strlen(keys->k[i].entry) * 2 + strlen(keys->k[i].line) * 3) * 6 + 128;
 	for (size_t i = 0; i < cu->n; i++)
@@ -122,11 +140,11 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	call_json_field(&b, "instance_id", in->os_iid, 1);
 	call_json_field(&b, "name", in->hostname, 1);
 	call_json_field(&b, "hostname", in->hostname, 1);
-	call_json_field(&b, "project_id", in->cfg->ns, 1);
+	call_json_field(&b, "project_id", in->vm_ns, 1);
 	/* The node's zone (the pod's topology label); unknown: no key, not
 	 * an invented one. */
-	if (in->cfg->zone)
-		call_json_field(&b, "availability_zone", in->cfg->zone, 1);
+	if (in->zone)
+		call_json_field(&b, "availability_zone", in->zone, 1);
 	/* Not Nova's, but read by Talos, which otherwise asks EC2's
 	 * instance-type for minutes when it is missing. */
 	call_json_field(&b, "instance_type", in->instance_type, 1);
@@ -157,7 +175,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_puts(&b, "\"}");
 	}
 	sbuf_puts(&b, nk ? "],\"meta\":{" : ",\"meta\":{");
-	call_json_field(&b, "namespace", in->cfg->ns, 0);
+	call_json_field(&b, "namespace", in->vm_ns, 0);
 	call_json_field(&b, "vmName", in->hostname, 1);
 	for (size_t i = 0; i < cu->n; i++) {
 		if (m->custom_use[i] != INST_CUSTOM_ALL)
@@ -183,6 +201,12 @@ int os_open(struct openstack *os, struct instance *in)
 {
 	memset(os, 0, sizeof(*os));
 	os->inst = in;
+	struct sbuf b = SBUF_INIT(os->listing, sizeof(os->listing));
+	for (size_t i = 0; i < OS_NFILES; i++) {
+		os->listing_len[i] = b.len;
+		sbuf_printf(&b, "%s\n", files[i].name);
+	}
+	os->listing_len[OS_NFILES] = b.len;
 	struct inst_meta m = inst_meta(in);
 	return render(os, &m);
 }
@@ -203,12 +227,11 @@ void os_versions(struct call *c)
 
 void os_files(struct call *c)
 {
-	if (os_vendor_data2_version_ok(c->ver.p, c->ver.n))
-		http_res_text(c->res, 200, "text/plain", files_vd2, sizeof(files_vd2) - 1);
-	else if (os_password_version_ok(c->ver.p, c->ver.n))
-		http_res_text(c->res, 200, "text/plain", files_pw, sizeof(files_pw) - 1);
-	else
-		http_res_text(c->res, 200, "text/plain", files, sizeof(files) - 1);
+	struct openstack *os = c->self;
+	size_t i = 0;
+	while (i < OS_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
+		i++;
+	http_res_text(c->res, 200, "text/plain", os->listing, os->listing_len[i]);
 }
 
 void os_meta_data(struct call *c)
@@ -289,25 +312,11 @@ static void link_id(struct sbuf *b, const struct netstatus_nic *nic, unsigned i)
 		sbuf_printf(b, "link%u", i);
 }
 
-/* Does the VM have the pod network's MAC?  In bridge binding (and a
- * managedTap plugin) KubeVirt gives the guest the pod interface's MAC
- * (discoverbridge.go: spec, else status, else the pod's); with masquerade
- * or passt the guest's MAC is its own.  IMDS_INTERFACES says the binding of
- * the NIC on tap0, the pod network's. */
-static int pod_nic_bridged(const struct imds_config *cfg)
-{
-	for (size_t i = 0; cfg->have_ifaces && i < cfg->ifaces.n; i++)
-		if (strcmp(cfg->ifaces.e[i].tap, "tap0") == 0)
-			return cfg->ifaces.e[i].kind == IFACES_BRIDGE ||
-			       cfg->ifaces.e[i].kind == IFACES_MANAGEDTAP;
-	return 0;
-}
-
 /* network_data.json from the pod's network-status: a link per interface
  * of a secondary network (Multus), with its MAC, which is the VM's with
  * the bridge and SR-IOV bindings; DHCP on it when the network gave it an
  * IPv4 (KubeVirt's DHCP then hands that address to the guest).  The pod
- * network's interface only when the VM is bridged to it (pod_nic_bridged):
+ * network's interface only when the VM is bridged to it (inst->pod_nic_bridged):
  * with masquerade (the default) or passt the MAC there is the pod's, which
  * the guest does not have, and a link no adapter matches stops cloud-init
  * and cloudbase-init.  (A MAC the VMI sets itself is the guest's, not the
@@ -315,7 +324,7 @@ static int pod_nic_bridged(const struct imds_config *cfg)
 static int render_net(struct openstack *os, const struct inst_net *net)
 {
 	const struct netstatus *ns = net->ns;
-	int pod_nic = pod_nic_bridged(os->inst->cfg);
+	int pod_nic = os->inst->pod_nic_bridged;
 	size_t cap = 256 + (size_t)ns->n * (NETSTATUS_NAME_MAX * 6 + NETSTATUS_IFACE_MAX * 2 + 256);
 	char *buf = malloc(cap);
 	if (!buf)

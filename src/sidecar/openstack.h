@@ -26,6 +26,8 @@
 #include "blob.h"
 #include "instance.h"
 
+#define OS_FILES_MAX 8 /* rows of the table of files */
+
 struct openstack {
 	struct instance *inst;
 	struct blob *meta;        /* meta_data.json as rendered for gen */
@@ -35,6 +37,10 @@ struct openstack {
 	struct blob *net;         /* network_data.json as rendered for net_gen */
 	uint64_t net_gen;
 	unsigned net_links;       /* its links: none is served as 404 */
+	/* Every file's name and '\n', in the table's order (openstack.c):
+	 * a version's listing is a prefix of it, listing_len[its files]. */
+	char listing[128];
+	size_t listing_len[OS_FILES_MAX + 1];
 };
 
 /* Renders meta_data.json once.  0 or -ENOMEM. */
@@ -48,8 +54,13 @@ int os_password_version_ok(const char *v, size_t n);
 /* ... vendor_data2.json from 2016-10-06 (Nova's NEWTON_TWO) on. */
 int os_vendor_data2_version_ok(const char *v, size_t n);
 
+/* The i-th file a version may list (its route in imds.c's table), NULL
+ * past the last: for the tests that hold the listing to the routes. */
+const char *os_file_name(size_t i);
+
 struct call;
-/* Handlers; c->self is the struct openstack, c->ver the version. */
+/* Handlers; c->self is the struct openstack, c->ver the version.  os_files
+ * lists the version's files, derived from the one table of them. */
 void os_versions(struct call *c);
 void os_files(struct call *c);
 void os_meta_data(struct call *c);

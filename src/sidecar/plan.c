@@ -42,8 +42,11 @@ int plan_cfg_init(struct plan_cfg *pc, const struct imds_config *cfg, char *err,
 			pc->nwanted++;
 	}
 	plumb_vm_mac(cfg->ns, cfg->vm_name, pc->vmac);
-	return listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, pc->ip, &pc->port,
-			 err, errlen);
+	int ret = listen_ip(cfg->listen_addr ? cfg->listen_addr : IMDS_DEFAULT_LISTEN, pc->ip,
+			    &pc->port, err, errlen);
+	/* passt's wildcard sockets and ours must not meet (plumb.h). */
+	pc->lport = pc->passt ? PLUMB_PASST_LPORT : pc->port;
+	return ret;
 }
 
 static void base(const struct plan_cfg *pc, struct steer_state *st)
@@ -51,6 +54,7 @@ static void base(const struct plan_cfg *pc, struct steer_state *st)
 	memcpy(st->ip, pc->ip, 4);
 	memcpy(st->vmac, pc->vmac, 6);
 	st->port = pc->port;
+	st->lport = pc->lport;
 	st->local_ok = pc->passt;
 }
 
@@ -117,7 +121,7 @@ int plan_program(struct nl_sock *nft, uint8_t *buf, size_t cap, const struct ste
 int plan_steer_eq(const struct steer_state *a, const struct steer_state *b)
 {
 	return a->veth == b->veth && a->peer == b->peer && a->local_ok == b->local_ok &&
-	       a->port == b->port &&
+	       a->port == b->port && a->lport == b->lport &&
 	       !memcmp(a->vmac, b->vmac, 6) && !memcmp(a->ip, b->ip, 4) && a->ntaps == b->ntaps &&
 	       !memcmp(a->taps, b->taps, a->ntaps * sizeof(a->taps[0])) && a->nlocal == b->nlocal &&
 	       !memcmp(a->local, b->local, a->nlocal * 4) && a->nlocal6 == b->nlocal6 &&

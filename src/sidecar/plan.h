@@ -26,6 +26,7 @@ struct plan_cfg {
 	const char *bridge;       /* NULL: any k6t-* */
 	uint8_t ip[4];            /* 169.254.169.254 */
 	uint16_t port;
+	uint16_t lport;           /* the listeners': port, or PLUMB_PASST_LPORT with passt */
 	uint8_t vmac[6];          /* veth-imds's */
 	int passt;                /* a NIC is served over the pod's loopback */
 	size_t nwanted;           /* taps the webhook named */

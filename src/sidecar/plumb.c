@@ -692,3 +692,27 @@ int plumb_listener_open6(int veth, const uint8_t ip[16], uint16_t port, unsigned
 	return listener_open(veth, (struct sockaddr *)&sin6, sizeof(sin6), hops, allow_lo, err,
 			     errlen);
 }
+
+int plumb_port_hold6(int veth, const uint8_t ip[16], uint16_t port)
+{
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+	int one = 1, fd, ret;
+
+	memcpy(&sin6.sin6_addr, ip, 16);
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* SO_REUSEADDR and never listening: a wildcard listener with
+	 * SO_REUSEADDR (passt's) binds the port next to it, a bind without
+	 * (passt's probe) fails with EADDRINUSE. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &veth, sizeof(veth)) ||
+	    bind(fd, (struct sockaddr *)&sin6, sizeof(sin6))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}

@@ -54,6 +54,18 @@
 #define PLUMB_DEFAULT_MTU 1500u
 
 extern const uint8_t plumb_imds_ip[4]; /* 169.254.169.254 */
+/* The listeners' port where passt serves a NIC (the service's port P stays
+ * what the pod's routing and every client see; steer.h rewrites P to it
+ * after routing and back).  passt binds every port it forwards on the
+ * wildcard address, and with no `ports` on the VMI that is "all" (KubeVirt
+ * v1.9 pkg/virt-launcher/virtwrap/converter/network/passt.go:68-75, libvirt
+ * src/qemu/qemu_passt.c:294-295): every port but the ephemeral ones, which
+ * are 49152-65535 in Debian 12's passt (0.0~git20230309.7c7625d conf.c
+ * "all", util.h PORT_EPHEMERAL_MIN) and the pod's ip_local_port_range
+ * (32768-60999 by default) in passt since 2024 (fwd.c fwd_probe_ephemeral):
+ * a port in both ranges is bound by neither.  A VMI naming this port in its
+ * `ports` collides with it (docs/sidecar.md). */
+#define PLUMB_PASST_LPORT 50254
 /* veth-imds-br's MAC: fixed, never seen by anyone (the port is on no L2). */
 extern const uint8_t plumb_peer_mac[6];
 
@@ -130,5 +142,17 @@ int plumb_listener_open(int veth, const uint8_t ip[4], uint16_t port, unsigned h
  * link-local address scoped to veth-imds). */
 int plumb_listener_open6(int veth, const uint8_t ip[16], uint16_t port, unsigned hops,
 			 int allow_lo, char *err, size_t errlen);
+
+/* passt's pods, where the listeners are on PLUMB_PASST_LPORT: a TCP socket
+ * bound to [ip]:port on veth-imds that never listens, held for the pod's
+ * life.  Debian 12's passt connects for its guest only after a bind() to
+ * the destination failed ("Nobody is listening then" when it succeeds:
+ * tcp.c tcp_conn_from_tap at 7c7625d; since passt 54a9d38, 2024-06-18, it goes on either way),
+ * and fd00:ec2::254 is an address of the pod: without this, a guest of a
+ * passt that does not bind the service's port itself (a VMI whose `ports`
+ * omit it) would be refused over IPv6.  (169.254.169.254 is not local to a
+ * bind, plumb.h's table: EADDRNOTAVAIL.)  fd, or -errno: -EADDRINUSE while
+ * passt's own wildcard listener holds the port (which does the same). */
+int plumb_port_hold6(int veth, const uint8_t ip[16], uint16_t port);
 
 #endif

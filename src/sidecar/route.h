@@ -39,8 +39,9 @@ enum route_rule {
 	ROUTE_GATED = 1 << 1,
 	/* Opens a session: answered before any token check or wait. */
 	ROUTE_OPENS = 1 << 2,
-	/* GCE's rule: every answer says Metadata-Flavor: Google; a request
-	 * without that exact header, or with proxy headers, gets 403. */
+	/* GCE's rule (events.c's ev_gce_flavor): every answer says
+	 * Metadata-Flavor: Google; a request without that exact header, or with
+	 * proxy headers, gets 403. */
 	ROUTE_FLAVOR = 1 << 3,
 };
 

@@ -78,6 +78,7 @@ struct run {
 	struct responder resp;     /* ARP/NDP answers on veth-imds */
 	int lis, lis_if;
 	int lis6[2], lis6_if;      /* fd00:ec2::254, fe80::a9fe:a9fe */
+	int hold6, hold6_if;       /* passt's pods: plumb_port_hold6 */
 	int v6_said;               /* IPv6 off in the pod: logged */
 };
 
@@ -156,7 +157,7 @@ static int ensure_listener(struct run *r, int want_if)
 	r->lis_if = 0;
 	if (!want_if)
 		return 0;
-	nfd = plumb_listener_open(want_if, r->pc.ip, r->pc.port, r->hops, r->pc.passt, err, sizeof(err));
+	nfd = plumb_listener_open(want_if, r->pc.ip, r->pc.lport, r->hops, r->pc.passt, err, sizeof(err));
 	if (nfd < 0) {
 		log_error("net: %s", err);
 		return nfd;
@@ -192,7 +193,7 @@ static int ensure_listener6(struct run *r, int want_if)
 	if (!want_if)
 		return 0;
 	for (int a = 0; a < 2; a++) {
-		int nfd = plumb_listener_open6(want_if, ndp_imds_addr[a], r->pc.port, r->hops, r->pc.passt, err,
+		int nfd = plumb_listener_open6(want_if, ndp_imds_addr[a], r->pc.lport, r->hops, r->pc.passt, err,
 					       sizeof(err));
 		if (nfd < 0) {
 			log_error("net: %s", err);
@@ -207,6 +208,26 @@ static int ensure_listener6(struct run *r, int want_if)
 	}
 	r->lis6_if = want_if;
 	return 0;
+}
+
+/* passt's pods: the service's IPv6 port held on veth-imds (plumb.h); tried
+ * again on every pass while passt's own listener has it. */
+static void ensure_hold6(struct run *r, int want_if)
+{
+	if (!r->pc.passt || r->pc.lport == r->pc.port)
+		return;
+	if (r->hold6 >= 0 && r->hold6_if == want_if)
+		return;
+	if (r->hold6 >= 0)
+		close(r->hold6);
+	r->hold6 = -1;
+	if (want_if && (r->hold6 = plumb_port_hold6(want_if, ndp_imds_addr[0], r->pc.port)) < 0) {
+		if (r->hold6 != -EADDRINUSE)
+			log_error("net: holding [fd00:ec2::254]:%u for passt: %s", r->pc.port,
+				  strerror(-r->hold6));
+		r->hold6 = -1;
+	}
+	r->hold6_if = want_if;
 }
 
 /* ---- the ruleset --------------------------------------------------------- */
@@ -293,6 +314,8 @@ static void reconcile(struct run *r)
 		r->v6_said = 1;
 	}
 	ret = ensure_rules(r);
+	if (!ret)
+		ensure_hold6(r, r->ps.v6 ? r->ps.veth : 0);
 	if (!ret && (resp_ensure(&r->resp, r->ps.veth, r->ps.v6) || ensure_listener(r, r->ps.veth) ||
 		     ensure_listener6(r, r->ps.v6 ? r->ps.veth : 0)))
 		ret = -1;
@@ -308,11 +331,14 @@ static void reconcile(struct run *r)
 		char m[18];
 		fmt_mac(r->pc.vmac, m);
 		describe_taps(r, &r->want, taps, sizeof(taps));
-		log_info("net: serving %u.%u.%u.%u%s:%u on %s (%s) to %s%s%s, hop limit %u", r->pc.ip[0],
-			 r->pc.ip[1], r->pc.ip[2], r->pc.ip[3],
+		char lp[48] = "";
+		if (r->pc.lport != r->pc.port)
+			snprintf(lp, sizeof(lp), ", listening on port %u", r->pc.lport);
+		log_info("net: serving %u.%u.%u.%u%s:%u on %s (%s) to %s%s%s, hop limit %u%s",
+			 r->pc.ip[0], r->pc.ip[1], r->pc.ip[2], r->pc.ip[3],
 			 r->ps.v6 ? ", [fd00:ec2::254], [fe80::a9fe:a9fe]" : "", r->pc.port, PLUMB_VETH, m,
 			 r->want.ntaps ? taps : "", r->want.ntaps && r->pc.passt ? " and " : "",
-			 r->pc.passt ? "passt (over the pod's loopback)" : "", r->hops);
+			 r->pc.passt ? "passt (over the pod's loopback)" : "", r->hops, lp);
 		log_info("net: ready %llu ms after start",
 			 (unsigned long long)(loop_clock_ms() - r->start_ms));
 		r->serving = 1;
@@ -461,7 +487,7 @@ static struct run *run_new(struct loop *l, struct http_server *http,
 	nl_sock_init(&r->nft);
 	nl_sock_init(&r->nftev);
 	r->wait_tfd = r->retry_tfd = -1;
-	r->lis = r->lis6[0] = r->lis6[1] = -1;
+	r->lis = r->lis6[0] = r->lis6[1] = r->hold6 = -1;
 	r->start_ms = loop_clock_ms();
 	if (plan_cfg_init(&r->pc, cfg, err, errlen))
 		goto fail;

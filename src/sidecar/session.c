@@ -81,14 +81,16 @@ static int known(const struct sessions *ss, const struct http_span *t, uint64_t 
 	return 0;
 }
 
-int session_check(const struct sessions *ss, const struct http_request *req)
+const struct session_dialect session_ours = {
+	"x-metadata-token-ttl-seconds", "X-Metadata-Token-TTL-Seconds", "x-metadata-token"};
+
+int session_check(const struct sessions *ss, const struct http_request *req,
+		  const struct session_dialect *const *d, size_t n)
 {
-	/* Ours and EC2's name for it: each one presented must be good. */
-	static const char *const names[] = {"x-metadata-token", "x-aws-ec2-metadata-token"};
 	int found = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		int many;
-		const struct http_span *t = call_header(req, names[i], &many);
+		const struct http_span *t = call_header(req, d[i]->token, &many);
 		if (!t)
 			continue;
 		if (many || !known(ss, t, req->start_us))
@@ -98,8 +100,7 @@ int session_check(const struct sessions *ss, const struct http_request *req)
 	return found;
 }
 
-/* A new session for the TTL in header hdr (echoed as Name). */
-static void serve(struct call *c, const char *hdr, const char *name)
+void session_open(struct call *c, const struct session_dialect *d)
 {
 	struct sessions *ss = c->self;
 	const struct http_request *req = c->req;
@@ -111,14 +112,14 @@ static void serve(struct call *c, const char *hdr, const char *name)
 		return;
 	}
 	int many;
-	const struct http_span *h = call_header(req, hdr, &many);
+	const struct http_span *h = call_header(req, d->ttl, &many);
 	char num[16];
 	unsigned ttl = 0;
 	if (!h || many || h->n == 0 || h->n >= sizeof(num) ||
 	    (memcpy(num, h->p, h->n), num[h->n] = '\0',
 	     config_parse_uint(num, 1, SESSION_TTL_MAX, &ttl) < 0)) {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "%s: want one whole number of seconds, 1..21600", name);
+		snprintf(msg, sizeof(msg), "%s: want one whole number of seconds, 1..21600", d->ttl_echo);
 		http_res_error(res, 400, "bad_ttl", msg);
 		return;
 	}
@@ -127,16 +128,11 @@ static void serve(struct call *c, const char *hdr, const char *name)
 		http_res_error(res, 500, "internal", "no randomness for a session token");
 		return;
 	}
-	http_res_header(res, name, num);
+	http_res_header(res, d->ttl_echo, num);
 	http_res_text(res, 200, "text/plain", tok, SESSION_TOKEN_LEN);
 }
 
 void session_serve(struct call *c)
 {
-	serve(c, "x-metadata-token-ttl-seconds", "X-Metadata-Token-TTL-Seconds");
-}
-
-void session_serve_ec2(struct call *c)
-{
-	serve(c, "x-aws-ec2-metadata-token-ttl-seconds", "X-aws-ec2-metadata-token-ttl-seconds");
+	session_open(c, &session_ours);
 }

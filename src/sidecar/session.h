@@ -1,12 +1,11 @@
 /* session: session tokens, as AWS's IMDSv2.
  *
- * PUT /v1/session with X-Metadata-Token-TTL-Seconds, or EC2's PUT
- * /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds (one table
- * for both), answers a random token (getrandom, 32 bytes, base64url), kept
- * in memory with its expiry; at most SESSION_MAX at a time, the oldest
- * evicted.  Requests present it as X-Metadata-Token or
- * X-aws-ec2-metadata-token.  A check scans only the slots ever in use at
- * once. */
+ * A PUT with a dialect's TTL header (ours: PUT /v1/session with
+ * X-Metadata-Token-TTL-Seconds; EC2's is ec2.c's) answers a random token
+ * (getrandom, 32 bytes, base64url), kept in memory with its expiry; at most
+ * SESSION_MAX at a time, the oldest evicted, one table for every dialect.
+ * Requests present it in any dialect's token header (ours:
+ * X-Metadata-Token).  A check scans only the slots ever in use at once. */
 #ifndef IMDS_SESSION_H
 #define IMDS_SESSION_H
 
@@ -33,16 +32,28 @@ void session_fini(struct sessions *ss);
  * SESSION_TOKEN_LEN characters (NUL-terminated) in the table, valid until
  * the slot is taken again.  0, or -EIO when there is no randomness. */
 int session_new(struct sessions *ss, unsigned ttl, uint64_t now_us, const char **tok);
-/* The session token a request presents (either header; each one there
- * must be good): 1 valid and unexpired, 0 absent, -1 present but not valid
- * (unknown, expired, repeated, malformed). */
-int session_check(const struct sessions *ss, const struct http_request *req);
+/* A dialect's session headers: the TTL header a PUT carries (lower case,
+ * as looked up) and its name as the answer echoes it, and the header a
+ * request presents its token in (lower case). */
+struct session_dialect {
+	const char *ttl;
+	const char *ttl_echo;
+	const char *token;
+};
+/* Ours: X-Metadata-Token-TTL-Seconds and X-Metadata-Token. */
+extern const struct session_dialect session_ours;
+
+/* The session token a request presents (in each dialect of d[0..n) in
+ * turn; each one there must be good): 1 valid and unexpired, 0 absent, -1
+ * present but not valid (unknown, expired, repeated, malformed). */
+int session_check(const struct sessions *ss, const struct http_request *req,
+		  const struct session_dialect *const *d, size_t n);
 
 struct call;
-/* PUT /v1/session: the token for X-Metadata-Token-TTL-Seconds (400 when
- * missing or bad, 403 through a proxy).  c->self is the struct sessions. */
+/* A PUT of dialect d: the token for its TTL header (400 when missing or
+ * bad, 403 through a proxy).  c->self is the struct sessions. */
+void session_open(struct call *c, const struct session_dialect *d);
+/* PUT /v1/session: session_open in ours. */
 void session_serve(struct call *c);
-/* PUT /latest/api/token: the same with X-aws-ec2-metadata-token-ttl-seconds. */
-void session_serve_ec2(struct call *c);
 
 #endif

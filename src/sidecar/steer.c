@@ -54,18 +54,42 @@ static void match_nh6(struct nft_batch *b, uint32_t off, const uint8_t ip[16])
 	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 16);
 }
 
+static void match_tcp_port(struct nft_batch *b, uint32_t off, uint16_t port)
+{
+	static const uint8_t tcp = IPPROTO_TCP;
+	uint16_t be = htons(port);
+	nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+}
+
 /* TCP to the service's port (what nft writes for "tcp dport P"): the one
  * thing for 169.254.169.254 that is ours.  Whatever else a guest sends
  * there (DNS, where the node's resolver is 169.254.169.254) is the pod's
  * to route, as if we were not there. */
 static void match_svc_tcp(struct nft_batch *b, uint16_t port)
 {
-	static const uint8_t tcp = IPPROTO_TCP;
-	uint16_t be = htons(port ? port : 80);
-	nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
-	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
-	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1);
-	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+	match_tcp_port(b, 2, port ? port : 80);
+}
+
+/* The listener's port when it is not the service's (passt's pods: passt
+ * binds every port but the ephemeral ones on the wildcard address, which a
+ * listener on .254:80 collides with; plumb.h PLUMB_PASST_LPORT), else 0. */
+static uint16_t moved_port(const struct steer_state *st)
+{
+	uint16_t svc = st->port ? st->port : 80;
+	return st->lport && st->lport != svc ? st->lport : 0;
+}
+
+/* "tcp sport|dport set PORT" as nft writes it: the TCP checksum at 16
+ * fixed (ports are not in the pseudo-header). */
+static void set_tcp_port(struct nft_batch *b, uint32_t off, uint16_t port)
+{
+	uint16_t be = htons(port);
+	nft_e_imm(b, NFT_REG_1, &be, sizeof(be));
+	nft_e_payload_set(b, NFT_PAYLOAD_TRANSPORT_HEADER, off, 2, NFT_REG_1, NFT_PAYLOAD_CSUM_INET,
+			  16, 0);
 }
 
 /* The ports guarded: the service's, and 80 when it is another (the port
@@ -124,6 +148,14 @@ static void match_ether(struct nft_batch *b)
 	uint16_t ether = 1; /* ARPHRD_ETHER, host order as the kernel loads it */
 	nft_e_meta(b, NFT_META_IIFTYPE, NFT_REG_1);
 	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &ether, sizeof(ether));
+}
+
+/* meta mark set STEER_MARK (steer.h: Istio's TPROXY rules pass it by). */
+static void set_mark(struct nft_batch *b)
+{
+	uint32_t mark = STEER_MARK;
+	nft_e_imm(b, NFT_REG_1, &mark, sizeof(mark));
+	nft_e_meta_set(b, NFT_META_MARK, NFT_REG_1);
 }
 
 static void to_dev(struct nft_batch *b, int ifindex, int dup)
@@ -233,6 +265,16 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	/* ... and kept from Istio's TPROXY capture (mangle, priority -150),
+	 * which takes untracked segments too and would hand the guest's SYN
+	 * to its proxy's :15006. */
+	nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+	match_nh4(b, IP_DADDR, st->ip);
+	match_svc_tcp(b, st->port);
+	nft_e_counter(b);
+	set_mark(b);
+	nft_rule_end(b);
 	for (size_t i = 0; i < st->nlocal; i++) {
 		uint8_t alias[4];
 		steer_alias(i, alias);
@@ -267,6 +309,25 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	match_nh4(b, IP_SADDR, st->ip);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	if (moved_port(st)) {
+		/* The listener's answers leave with the service's port. */
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh4(b, IP_SADDR, st->ip);
+		match_tcp_port(b, 0, moved_port(st));
+		nft_e_counter(b);
+		set_tcp_port(b, 0, st->port ? st->port : 80);
+		nft_rule_end(b);
+		/* After routing (which took the service's port to the local
+		 * .254: plumb.h), before the socket lookup: to the listener. */
+		nft_add_chain(b, f, STEER_TABLE, "input", NFT_HOOK_INPUT, STEER_PRIO_RAW, NULL,
+			      NFT_V_ACCEPT);
+		nft_rule_begin(b, f, STEER_TABLE, "input");
+		match_nh4(b, IP_DADDR, st->ip);
+		match_svc_tcp(b, st->port);
+		nft_e_counter(b);
+		set_tcp_port(b, 2, moved_port(st));
+		nft_rule_end(b);
+	}
 	/* A process of the pod (passt, Envoy) reaching for the service while
 	 * it is not local: refused at once rather than routed off the pod. */
 	for (size_t i = 0; i < nports; i++) {
@@ -334,6 +395,16 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 	match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
 	nft_e_notrack(b);
 	nft_rule_end(b);
+	for (int a = 0; a < 2; a++) { /* as IPv4's: Istio's TPROXY passes it by */
+		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
+		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+		nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+		nft_e_counter(b);
+		set_mark(b);
+		nft_rule_end(b);
+	}
 	for (size_t i = 0; i < st->nlocal6; i++) {
 		uint8_t alias[16];
 		steer_alias6(i, alias);
@@ -371,12 +442,28 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 	nft_e_counter(b);
 	nft_e_verdict(b, NFT_V_DROP);
 	nft_rule_end(b);
+	for (int a = 0; moved_port(st) && a < 2; a++) {
+		nft_rule_begin(b, f, STEER_TABLE, "input");
+		match_nh6(b, IP6_DADDR, svc6[a]);
+		match_svc_tcp(b, st->port);
+		nft_e_counter(b);
+		set_tcp_port(b, 2, moved_port(st));
+		nft_rule_end(b);
+	}
 	nft_add_chain(b, f, STEER_TABLE, "output", NFT_HOOK_OUTPUT, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
 	for (int a = 0; a < 2; a++) {
 		nft_rule_begin(b, f, STEER_TABLE, "output");
 		match_nh6(b, IP6_SADDR, svc6[a]);
 		nft_e_notrack(b);
+		nft_rule_end(b);
+		if (!moved_port(st))
+			continue;
+		nft_rule_begin(b, f, STEER_TABLE, "output");
+		match_nh6(b, IP6_SADDR, svc6[a]);
+		match_tcp_port(b, 0, moved_port(st));
+		nft_e_counter(b);
+		set_tcp_port(b, 0, st->port ? st->port : 80);
 		nft_rule_end(b);
 	}
 	for (int a = 0; a < 2; a++) {

@@ -17,7 +17,10 @@
  *  netdev  one ingress chain per served tap, one on veth-imds-br (the way
  *          back); only while there are taps to serve;
  *  ip      raw prerouting on veth-imds: notrack (NAT hooks, Istio's inbound
- *          capture among them, only see tracked connections) and, for a guest
+ *          capture in REDIRECT mode among them, only see tracked
+ *          connections), and STEER_MARK on the service's TCP (Istio's TPROXY
+ *          rules, which take untracked packets too, leave that mark alone)
+ *          and, for a guest
  *          whose source address is also an address of the pod (bridge
  *          binding keeps the pod IP on a dummy eth0, kubevirt-network.md E2:
  *          a martian), a stateless rewrite to an alias STEER_ALIAS_BASE+i,
@@ -25,7 +28,11 @@
  *          notrack for what we send from .254; and the fallbacks: TCP to
  *          .254's service port (and 80) is never forwarded, nor anything
  *          from veth-imds, and no process of the pod connects to a .254
- *          port P that is not local;
+ *          port P that is not local; with a listener port L other than P
+ *          (lport, passt's pods): input rewrites the TCP destination port P
+ *          of .254 to L after routing, output the source port L of .254
+ *          back to P, statelessly (ip6 the same for both IPv6 addresses):
+ *          the pod's routing and every client see only P;
  *  ip6     the same for fd00:ec2::254 and fe80::a9fe:a9fe (every port),
  *          with aliases for the pod's own addresses of global scope
  *          (bridge binding's dummy keeps the pod's /128: what the kernel
@@ -59,6 +66,19 @@
 #define STEER_PRIO_TAP (-500)  /* netdev ingress: before anyone else */
 #define STEER_PRIO_RAW (-310)  /* before conntrack (-200) and raw (-300) */
 #define STEER_PRIO_POST 300    /* after source NAT */
+/* The mark the steered TCP for the service carries from raw prerouting on:
+ * Istio's mark for its proxy's own traffic, which its TPROXY capture passes
+ * by (mangle prerouting, priority -150, before which our notrack does not
+ * help): sidecar interceptionMode TPROXY `-A ISTIO_INBOUND -p tcp -m mark
+ * --mark 1337 -j RETURN`, the chain's first rule (istio/istio
+ * tools/istio-iptables/pkg/capture/run.go:436-437, InboundTProxyMark's default
+ * "1337", tools/common/config/config.go:40), and ambient's in-pod TPROXY
+ * rules `-m mark ! --mark 0x539/0xfff -j TPROXY` (Istio 1.21-1.24,
+ * cni/pkg/iptables/testdata/tproxy.golden:9,11 at 1.24.0).  Neither routes
+ * the mark anywhere but to lo (Istio's `fwmark 1337 lookup 133` is `local
+ * default dev lo`, where the service is local anyway; ambient's rule is
+ * fwmark 0x111/0xfff). */
+#define STEER_MARK 0x539u
 
 struct steer_tap {
 	char name[16];
@@ -71,6 +91,7 @@ struct steer_state {
 	uint8_t vmac[6];
 	uint8_t ip[4];  /* the service address (169.254.169.254) */
 	uint16_t port;  /* its TCP port, the only one steered and guarded; 0: 80 */
+	uint16_t lport; /* the listener's port, when not port (passt: steer.h's top); 0: port */
 	size_t ntaps;
 	struct steer_tap taps[STEER_MAX_TAPS];
 	size_t nlocal;

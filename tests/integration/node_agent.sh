@@ -96,7 +96,8 @@ out=$(guest_get "$VM_P" /v1/identity -H 'Metadata: true' 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served its own identity (passt's connection over the pod's loopback)"; else not_ok "passt guest served its own identity" "$out" "$(tail -3 "$NET_TMP/sidecar-p.log")"; fi
 out=$(ip netns exec "$VM_P" curl -sS -g --max-time 3 -H 'Metadata: true' "http://[fd00:ec2::254]/v1/identity" 2>&1)
 if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served over IPv6 ([fd00:ec2::254], a listener the agent passed)"; else not_ok "passt guest served over IPv6" "$out"; fi
-if grep -q 'serving 169.254.169.254:80 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
+# (on port 50254 where passt serves, docs/sidecar.md "Every port passt forwards")
+if grep -q 'serving 169.254.169.254:50254 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe; port 50254)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
 
 # ---- probe and await ------------------------------------------------------
 # probe_in UID NS: `imds-server probe` as the sidecar runs it (107, in the pod)
@@ -175,6 +176,12 @@ sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$(pod_
 	"$(hdir 10)" ip netns exec "$NS_A" "$PY" "$REPO/tests/lib/hostile_sock.py" silent agent.sock >"$NET_TMP/h10.out" 2>&1 &
 PODFOLDER_PIDS+=($!)
 wait_for_line "$NET_TMP/h10.out" '^ready' 5
+# the socket's listener exited and its pid now names another process of the
+# pod, in another netns (tests/lib/pid_reuse.py): the pid is not the peer
+ns_new "$NS_TAG-h11"
+ns_new "$NS_TAG-h11d"
+pod_run "${H}11" "$NS_TAG-h11" "$PY" "$REPO/tests/lib/pid_reuse.py" "$NS_TAG-h11d" agent.sock >"$NET_TMP/h11.out" 2>&1
+wait_for_line "$NET_TMP/h11.out" '^(ready|no reuse)' 20
 declare -A WANT=(
 	[01]='refused: a symbolic link on the way'
 	[02]='refused: .* is not a socket'
@@ -185,8 +192,10 @@ declare -A WANT=(
 	[08]='refused: line 1: want'
 	[09]='refused: the sidecar \(pid [0-9]+\) is in the node.s network namespace'
 	[10]='refused: the socket.s peer \(pid [0-9]+\) is not a process of this pod'
+	[11]="refused: the socket.s peer \\(pid $(sed -n 's/^ready \([0-9]*\) .*/\1/p' "$NET_TMP/h11.out")\\) (has exited|exited while it was checked)"
 )
-for u in 01 02 03 05 06 07 08 09 10; do
+grep -q '^ready' "$NET_TMP/h11.out" || not_ok "hostile pod 11: the listener's pid reused by a process of the pod in another netns" "$(cat "$NET_TMP/h11.out")"
+for u in 01 02 03 05 06 07 08 09 10 11; do
 	if wait_for_line "$AGENT_LOG" "pod $H$u: ${WANT[$u]}" 10; then
 		ok "hostile pod $u: $(grep -oE "pod $H$u: ${WANT[$u]}" "$AGENT_LOG" | head -1 | cut -d' ' -f3-)"
 	else

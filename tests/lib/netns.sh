@@ -14,11 +14,14 @@
 #   node_link                     the CNI's pod eth0 and the node behind it (Calico)
 #   node_neighbour NS IP [N]      another pod on that node
 #   launcher_masquerade [istio]   KubeVirt's masquerade binding (with Istio's variant)
-#   launcher_istio                launcher_masquerade istio + Istio's own rules + a proxy
+#   launcher_istio [redirect|tproxy|ambient|ambient-tproxy]   launcher_masquerade istio +
+#                                 Istio's own rules (sidecar REDIRECT or TPROXY, ambient's
+#                                 in-pod REDIRECT or TPROXY) + a proxy
 #   launcher_bridge               bridge binding on the pod network
 #   launcher_managedtap           a managedTap plugin on an OVN-K primary UDN (ovn-udn1)
 #   launcher_multus_bridge NET    masquerade on the pod network + Multus bridge network NET
 #   launcher_passt | launcher_macvtap NET | launcher_sriov
+#   pasta_start [TCP UDP] / pasta_stop   passt (as pasta) as libvirt runs it, every port forwarded
 #   guest_attach NS TAP MODE [MAC] [ADDR]   the VM: MODE masquerade | bridge | bridge-ll |
 #                                 bridge-dual | linklocal | udn | none; through tap TAP of the pod
 #   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
@@ -262,9 +265,62 @@ launcher_masquerade() {
 # iptables-nft's own table ip nat.  Envoy is tests/lib/istio_proxy.py, a
 # passthrough to SO_ORIGINAL_DST on :15001 (outbound) and :15006 (inbound,
 # from 127.0.0.6), as UID 1337; its log is $NET_TMP/istio.log.
+#
+# launcher_istio tproxy: the same pod with sidecar.istio.io/interceptionMode:
+# TPROXY.  Inbound capture moves to table mangle (PREROUTING, priority -150,
+# before any NAT): istio-iptables' rules restored with iptables-nft as it
+# writes them, tools/istio-iptables/pkg/capture/testdata/
+# inbound-ports-wildcard-tproxy.golden:3-21 (IPv4) and tproxy.golden:62-82
+# (IPv6, less its test's exclude-interface lines 66-67), from run.go
+# handleInboundPortsInclude (:89-156) and its TPROXY tail (:411-447): every
+# TCP segment not to the loopback address, on any interface, is handed to
+# a transparent socket on :15006 and marked 1337, and the mark is routed to
+# lo (tools/common/tproxy/run_linux.go:31-90: `ip rule add fwmark 1337
+# lookup 133`, `ip route add local default dev lo table 133`, and ::6/128 on
+# lo, :103-124).  Its nat table keeps the outbound and kube-virt-interfaces
+# rules of REDIRECT mode, without the inbound ones; the guest's SYN on
+# k6t-eth0 meets the mangle rule first all the same (run.go puts no -i
+# exception in mangle: shortCircuitKubeInternalInterface, :184-188, writes
+# nat's).  The proxy is IP_TRANSPARENT (Istio gives it NET_ADMIN here).
+# Restored with iptables-nft (Debian's iptables, nf_tables backend), as
+# istio-iptables itself runs on an nftables node: the TPROXY, MARK, CONNMARK
+# targets and owner/mark/conntrack matches through nft_compat (Linux 6.18
+# here has xt_TPROXY, nft's tproxy and both socket matches built in; Istio's
+# rules use none of the socket matches).  Istio's native nftables backend
+# writes the same (tools/istio-nftables/pkg/capture/testdata/
+# inbound-ports-wildcard-tproxy.golden:29,38: `tproxy ip to :15006`, `mark
+# 1337 ... return` first in istio-inbound).
+#
+# launcher_istio ambient: ambient mode's in-pod capture as istio-cni writes
+# it (since Istio 1.25: nat REDIRECT, marks 0x539/0x111) for a pod annotated
+# istio.io/reroute-virtual-interfaces: k6t-eth0 (cni/pkg/nodeagent/net.go:47):
+# cni/pkg/iptables/testdata/virtual_interfaces.golden (IPv4) and
+# virtual_interfaces_ipv6.golden:27-50 (IPv6), with k6t-eth0 for its test's
+# two interfaces, and `ip rule add fwmark 0x111/0xfff pref 32764 lookup 100`,
+# `local 0.0.0.0/0 dev lo table 100` (cni/pkg/iptables/iptables_linux.go:
+# 52-64, :118-133): the guest's TCP on k6t-eth0 to ztunnel's :15001, other
+# inbound TCP to :15006, both in nat.
+#
+# launcher_istio ambient-tproxy: the same capture as istio-cni wrote it with
+# TPROXY (Istio 1.21-1.24, the ambient-tproxy-redirection option; 1.25
+# removed it, commit 382a07b88f7): cni/pkg/iptables/testdata/tproxy.golden at tag 1.24.0 (IPv4,
+# whole) and tproxy_ipv6.golden:32-62 (IPv6): inbound TCP to ztunnel's
+# :15006 (and :15008) by TPROXY with mark 0x111/0xfff unless the packet
+# carries ztunnel's 0x539/0xfff, routed to lo by `ip rule add fwmark
+# 0x111/0xfff pref 32764 lookup 100` and `local 0.0.0.0/0 dev lo table 100`
+# (iptables_linux.go:50-62, :118-131 at 1.24.0).  1.24 had no virtual
+# interfaces.  No Envoy in either ambient pod, so KubeVirt's plain
+# masquerade; the stand-in for ztunnel marks its upstream sockets 0x539.
+# shellcheck disable=SC2120 # the mode is optional
 launcher_istio() {
-	launcher_masquerade istio || return 1
-	in_pod nft -f - <<'NFT' || return 1
+	local mode=${1:-redirect} v6=
+	if [[ $mode == ambient* ]]; then
+		launcher_masquerade || return 1
+	else
+		launcher_masquerade istio || return 1
+	fi
+	in_pod ip -6 -o addr show dev eth0 scope global | grep -q inet6 && v6=1
+	[[ $mode == ambient* ]] || in_pod nft -f - <<'NFT' || return 1
 add chain ip nat PREROUTING { type nat hook prerouting priority -100; }
 add chain ip nat OUTPUT { type nat hook output priority -100; }
 add chain ip nat ISTIO_INBOUND
@@ -274,9 +330,6 @@ add chain ip nat ISTIO_OUTPUT
 add rule ip nat ISTIO_INBOUND tcp dport 15008 counter return
 add rule ip nat ISTIO_REDIRECT meta l4proto tcp counter redirect to :15001
 add rule ip nat ISTIO_IN_REDIRECT meta l4proto tcp counter redirect to :15006
-add rule ip nat PREROUTING meta l4proto tcp counter jump ISTIO_INBOUND
-add rule ip nat ISTIO_INBOUND tcp dport { 15020, 15021, 15090, 22 } counter return
-add rule ip nat ISTIO_INBOUND meta l4proto tcp counter jump ISTIO_IN_REDIRECT
 add rule ip nat OUTPUT counter jump ISTIO_OUTPUT
 add rule ip nat ISTIO_OUTPUT oifname lo ip saddr 127.0.0.6 counter return
 add rule ip nat ISTIO_OUTPUT oifname lo ip daddr != 127.0.0.1 tcp dport != 15008 meta skuid 1337 counter jump ISTIO_IN_REDIRECT
@@ -286,11 +339,219 @@ add rule ip nat ISTIO_OUTPUT ip daddr 127.0.0.1 counter return
 add rule ip nat ISTIO_OUTPUT counter jump ISTIO_REDIRECT
 insert rule ip nat PREROUTING iifname k6t-eth0 counter jump ISTIO_REDIRECT
 NFT
+	local proxy_args=() caps=()
+	case $mode in
+	redirect)
+		in_pod nft -f - <<'NFT' || return 1
+add rule ip nat PREROUTING meta l4proto tcp counter jump ISTIO_INBOUND
+add rule ip nat ISTIO_INBOUND tcp dport { 15020, 15021, 15090, 22 } counter return
+add rule ip nat ISTIO_INBOUND meta l4proto tcp counter jump ISTIO_IN_REDIRECT
+NFT
+		;;
+	tproxy)
+		# the excluded ports as in REDIRECT mode, where run.go:119-124 puts them
+		in_pod iptables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_DIVERT
+-N ISTIO_TPROXY
+-N ISTIO_INBOUND
+-A ISTIO_DIVERT -j MARK --set-mark 1337
+-A ISTIO_DIVERT -j ACCEPT
+-A ISTIO_TPROXY ! -d 127.0.0.1/32 -p tcp -j TPROXY --tproxy-mark 1337/0xffffffff --on-port 15006
+-A PREROUTING -p tcp -j ISTIO_INBOUND
+-A ISTIO_INBOUND -p tcp --dport 15020 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 15021 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 15090 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 22 -j RETURN
+-A ISTIO_INBOUND -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ISTIO_DIVERT
+-A ISTIO_INBOUND -p tcp -j ISTIO_TPROXY
+-A PREROUTING -p tcp -m mark --mark 1337 -j CONNMARK --save-mark
+-A OUTPUT -p tcp -o lo -m mark --mark 1337 -j RETURN
+-A OUTPUT ! -d 127.0.0.1/32 -p tcp -o lo -m owner --uid-owner 1337 -j MARK --set-mark 1338
+-A OUTPUT ! -d 127.0.0.1/32 -p tcp -o lo -m owner --gid-owner 1337 -j MARK --set-mark 1338
+-A OUTPUT -p tcp -m connmark --mark 1337 -j CONNMARK --restore-mark
+-I ISTIO_INBOUND 1 -p tcp -m mark --mark 1337 -j RETURN
+-I ISTIO_INBOUND 2 -p tcp -s 127.0.0.6/32 -i lo -j RETURN
+-I ISTIO_INBOUND 3 -p tcp -i lo -m mark ! --mark 1338 -j RETURN
+COMMIT
+IPT
+		in_pod ip rule add fwmark 1337 lookup 133 || return 1
+		in_pod ip route add local 0.0.0.0/0 dev lo table 133 || return 1
+		if [[ $v6 ]]; then
+			in_pod ip6tables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_DIVERT
+-N ISTIO_TPROXY
+-N ISTIO_INBOUND
+-A ISTIO_DIVERT -j MARK --set-mark 1337
+-A ISTIO_DIVERT -j ACCEPT
+-A ISTIO_TPROXY ! -d ::1/128 -p tcp -j TPROXY --tproxy-mark 1337/0xffffffff --on-port 15006
+-A PREROUTING -p tcp -j ISTIO_INBOUND
+-A ISTIO_INBOUND -p tcp --dport 15020 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 15021 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 15090 -j RETURN
+-A ISTIO_INBOUND -p tcp --dport 22 -j RETURN
+-A ISTIO_INBOUND -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ISTIO_DIVERT
+-A ISTIO_INBOUND -p tcp -j ISTIO_TPROXY
+-A PREROUTING -p tcp -m mark --mark 1337 -j CONNMARK --save-mark
+-A OUTPUT -p tcp -o lo -m mark --mark 1337 -j RETURN
+-A OUTPUT ! -d ::1/128 -p tcp -o lo -m owner --uid-owner 1337 -j MARK --set-mark 1338
+-A OUTPUT ! -d ::1/128 -p tcp -o lo -m owner --gid-owner 1337 -j MARK --set-mark 1338
+-A OUTPUT -p tcp -m connmark --mark 1337 -j CONNMARK --restore-mark
+-I ISTIO_INBOUND 1 -p tcp -m mark --mark 1337 -j RETURN
+-I ISTIO_INBOUND 2 -p tcp -s ::6/128 -i lo -j RETURN
+-I ISTIO_INBOUND 3 -p tcp -i lo -m mark ! --mark 1338 -j RETURN
+COMMIT
+IPT
+			in_pod ip -6 rule add fwmark 1337 lookup 133 || return 1
+			in_pod ip -6 route add local ::/0 dev lo table 133 || return 1
+			in_pod ip -6 addr add ::6/128 dev lo || return 1
+		fi
+		proxy_args=(--transparent)
+		;;
+	ambient)
+		in_pod iptables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j REDIRECT --to-ports 15001
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j RETURN
+-A ISTIO_PRERT -s 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT -d 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d 127.0.0.1/32 -p tcp ! --dport 15008 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15006
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+IPT
+		in_pod ip rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+		in_pod ip route add local 0.0.0.0/0 dev lo table 100 || return 1
+		if [[ $v6 ]]; then
+			in_pod ip6tables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j REDIRECT --to-ports 15001
+-A ISTIO_PRERT -i k6t-eth0 -p tcp -j RETURN
+-A ISTIO_PRERT -s e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT -d e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d ::1/128 -p tcp ! --dport 15008 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15006
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+IPT
+			in_pod ip -6 rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+			in_pod ip -6 route add local ::/0 dev lo table 100 || return 1
+		fi
+		proxy_args=(--mark 0x539)
+		;;
+	ambient-tproxy)
+		in_pod iptables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_PRERT -s 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d 127.0.0.1/32 -p tcp -i lo -j ACCEPT
+-A ISTIO_PRERT -p tcp -m tcp --dport 15008 -m mark ! --mark 0x539/0xfff -j TPROXY --on-port 15008 --tproxy-mark 0x111/0xfff
+-A ISTIO_PRERT -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A ISTIO_PRERT ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j TPROXY --on-port 15006 --tproxy-mark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_OUTPUT -d 169.254.7.127 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT ! -o lo -p udp -m mark ! --mark 0x539/0xfff -m udp --dport 53 -j REDIRECT --to-port 15053
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -p tcp --dport 53 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15053
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+*raw
+-N ISTIO_OUTPUT
+-N ISTIO_PRERT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_OUTPUT -p udp -m mark --mark 0x539/0xfff -m udp --dport 53 -j CT --zone 1
+-A ISTIO_PRERT -p udp -m mark ! --mark 0x539/0xfff -m udp --sport 53 -j CT --zone 1
+COMMIT
+IPT
+		in_pod ip rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+		in_pod ip route add local 0.0.0.0/0 dev lo table 100 || return 1
+		if [[ $v6 ]]; then
+			in_pod ip6tables-restore --noflush <<'IPT' || return 1
+*mangle
+-N ISTIO_PRERT
+-N ISTIO_OUTPUT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_PRERT -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff
+-A ISTIO_PRERT -s e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_PRERT ! -d ::1/128 -p tcp -i lo -j ACCEPT
+-A ISTIO_PRERT -p tcp -m tcp --dport 15008 -m mark ! --mark 0x539/0xfff -j TPROXY --on-port 15008 --tproxy-mark 0x111/0xfff
+-A ISTIO_PRERT -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A ISTIO_PRERT ! -d ::1/128 -p tcp -m mark ! --mark 0x539/0xfff -j TPROXY --on-port 15006 --tproxy-mark 0x111/0xfff
+-A ISTIO_OUTPUT -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff
+COMMIT
+*nat
+-N ISTIO_OUTPUT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_OUTPUT -d e9ac:1e77:90ca:399f:4d6d:ece2:2f9b:3164 -p tcp -m tcp -j ACCEPT
+-A ISTIO_OUTPUT ! -o lo -p udp -m mark ! --mark 0x539/0xfff -m udp --dport 53 -j REDIRECT --to-port 15053
+-A ISTIO_OUTPUT ! -d ::1/128 -p tcp --dport 53 -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15053
+-A ISTIO_OUTPUT -p tcp -m mark --mark 0x111/0xfff -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -o lo -j ACCEPT
+-A ISTIO_OUTPUT ! -d ::1/128 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001
+COMMIT
+*raw
+-N ISTIO_OUTPUT
+-N ISTIO_PRERT
+-A PREROUTING -j ISTIO_PRERT
+-A OUTPUT -j ISTIO_OUTPUT
+-A ISTIO_OUTPUT -p udp -m mark --mark 0x539/0xfff -m udp --dport 53 -j CT --zone 1
+-A ISTIO_PRERT -p udp -m mark ! --mark 0x539/0xfff -m udp --sport 53 -j CT --zone 1
+COMMIT
+IPT
+			in_pod ip -6 rule add fwmark 0x111/0xfff pref 32764 lookup 100 || return 1
+			in_pod ip -6 route add local ::/0 dev lo table 100 || return 1
+		fi
+		proxy_args=(--transparent --mark 0x539)
+		;;
+	*)
+		echo "launcher_istio: unknown mode $mode" >&2
+		return 1
+		;;
+	esac
+	[[ $mode == redirect ]] || caps=(--inh-caps=+net_admin --ambient-caps=+net_admin)
 	: >"$NET_TMP/istio.log"
 	# the script is read from a descriptor opened here, as root: UID 1337 may not
 	# reach the checkout (a clone under /root, mode 0700, on a fresh machine)
-	ip netns exec "$NS_POD" setpriv --reuid=1337 --regid=1337 --clear-groups \
-		"$PY" - <"$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
+	ip netns exec "$NS_POD" setpriv --reuid=1337 --regid=1337 --clear-groups "${caps[@]}" \
+		"$PY" - "${proxy_args[@]}" <"$NETNS_LIB/istio_proxy.py" >>"$NET_TMP/istio.log" 2>&1 &
 	BG_PIDS+=($!)
 	wait_ready "$NET_TMP/istio.log" istio_proxy
 }
@@ -409,6 +670,60 @@ launcher_multus_bridge() {
 # Nothing else: passt itself runs in the pod (launched by libvirt).
 launcher_passt() {
 	in_pod sysctl -qw net.ipv4.ping_group_range='107 107' net.ipv4.ip_unprivileged_port_start=0
+}
+
+# pasta_start [TCP UDP]: passt as libvirt runs it for the pod network, as
+# pasta (the same code; its guest NS_VM, a netns, where qemu's is a VM), in
+# the pod; PASTA_PID, its log $NET_TMP/pasta.log; the guest's eth0 up with
+# the pod's addresses and routes as passt's DHCP gives them.  With no
+# `ports` on the VMI, KubeVirt's domain has a tcp and a udp <portForward>
+# without ranges (pkg/virt-launcher/virtwrap/converter/network/passt.go:68-75
+# at v1.9's d923fdb8; the plugin: cmd/sidecars/network-passt-binding/domain/
+# configurator.go:228-235) and libvirt runs `passt --tcp-ports all
+# --udp-ports all` (src/qemu/qemu_passt.c:294-295 at a8262cb3; --vhost-user
+# at :210-211, which Debian 12's passt lacks).  pasta refuses "all" ("'all'
+# port forwarding is only allowed for passt": conf.c in 7c7625d and since),
+# so TCP and UDP default to PASST_ALL: what "all" binds, on the wildcard
+# address, in either passt: every port below the ephemeral ones, which are
+# >= 49152 in Debian 12's (0.0~git20230309.7c7625d: conf.c conf_ports,
+# util.h PORT_EPHEMERAL_MIN) and ip_local_port_range (32768-60999) in
+# passt since 2024 (fwd.c fwd_probe_ephemeral; "all" then takes
+# 61000-65535 too).  A VMI with `ports: [80]` gets `--tcp-ports 80`: TCP 80.
+# Every port is a socket or two per protocol (~110k in all): passt exits
+# "Can't open enough sockets" at RLIMIT_NOFILE (conf.c, its enfile label).
+# Where the hard limit is lower and cannot be raised (no CAP_SYS_RESOURCE),
+# the well-known and registered ports up to 4096 and both edges of the
+# ephemeral ranges stand in for "all": the ports the sidecar could meet.
+PASST_ALL_FULL=1-49151,61000-65535
+PASST_ALL=$PASST_ALL_FULL
+PASST_NOFILE=1048576
+if ! prlimit --nofile=$PASST_NOFILE:$PASST_NOFILE true 2>/dev/null; then
+	PASST_NOFILE=$(ulimit -Hn)
+	PASST_ALL=1-4096,32700-32767,49100-49151,61000-61100
+fi
+PASTA_PID=
+pasta_start() {
+	local tcp=${1:-$PASST_ALL} udp=${2:-$PASST_ALL} args
+	args=(-t "$tcp")
+	[[ $udp == none ]] || args+=(-u "$udp")
+	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" \
+		pasta --runas 0 --config-net -f -I eth0 "${args[@]}" \
+		--netns "/run/netns/$NS_VM" >"$NET_TMP/pasta.log" 2>&1 &
+	PASTA_PID=$!
+	BG_PIDS+=($!)
+	for _ in $(seq 300); do ip -n "$NS_VM" -4 addr show dev eth0 2>/dev/null | grep -q inet && break; sleep 0.02; done
+	ip -n "$NS_VM" route add "$POD_GW" dev eth0 scope link 2>/dev/null
+	ip -n "$NS_VM" route add default via "$POD_GW" 2>/dev/null
+	ip -n "$NS_VM" -4 -o addr show dev eth0 2>/dev/null | grep -q "$POD_IP"
+}
+
+# pasta_stop: passt killed (as libvirt does when the VM stops), its tap gone.
+pasta_stop() {
+	[[ -n $PASTA_PID ]] || return 0
+	kill "$PASTA_PID" 2>/dev/null
+	wait "$PASTA_PID" 2>/dev/null
+	PASTA_PID=
+	for _ in $(seq 200); do ip -n "$NS_VM" link show eth0 >/dev/null 2>&1 || break; sleep 0.01; done
 }
 
 # A macvtap binding plugin (domainAttachmentType: tap): the CNI moves a

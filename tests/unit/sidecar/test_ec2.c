@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ec2.h"
 #include "handler.h"
 
 static void test_ec2_tree(void **state)
@@ -195,12 +196,155 @@ static void test_ec2_sessions(void **state)
 	resp_free(&r);
 }
 
+/* ---- the tree's table against its listings ----------------------------------------- */
+
+/* GET target: its status; the body into out (cap bytes, NUL-terminated). */
+static int get_body(struct imds_app *a, const char *target, char *out, size_t cap)
+{
+	struct resp r;
+	call(a, "GET", target, 0, NULL, &r);
+	int st = r.status;
+	snprintf(out, cap, "%s", r.body ? r.body : "");
+	resp_free(&r);
+	return st;
+}
+
+/* 1 when the listing names name, as a leaf or a folder ("name/"). */
+static int lists(const char *listing, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *l = listing; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t ln = e ? (size_t)(e - l) : strlen(l);
+		if ((ln == n || (ln == n + 1 && l[n] == '/')) && memcmp(l, name, n) == 0)
+			return 1;
+		l += ln + (e != NULL);
+	}
+	return 0;
+}
+
+/* Every name a listing under root names answers 200 (a folder, with its
+ * '/', a listing crawled in turn; public-keys/'s "N=name" is N/).  The
+ * names answered, counted in *n. */
+static void crawl(struct imds_app *a, const char *root, unsigned *n)
+{
+	char listing[4096];
+	int st = get_body(a, root, listing, sizeof(listing));
+	if (st != 200)
+		fail_msg("%s: listed, answers %d", root, st);
+	++*n;
+	for (char *l = listing, *e; *l; l = e ? e + 1 : l + strlen(l)) {
+		e = strchr(l, '\n');
+		if (e)
+			*e = '\0';
+		char name[256], path[512];
+		snprintf(name, sizeof(name), "%.200s", l);
+		char *eq = strchr(name, '=');
+		if (eq)
+			strcpy(eq, "/");
+		snprintf(path, sizeof(path), "%s%s", root, name);
+		if (path[strlen(path) - 1] == '/') {
+			crawl(a, path, n);
+		} else {
+			char body[4096];
+			st = get_body(a, path, body, sizeof(body));
+			if (st != 200)
+				fail_msg("%s: listed, answers %d", path, st);
+			++*n;
+		}
+	}
+}
+
+/* The table against what is served, under version ver: its rows sorted
+ * (each listing comes out sorted), each row's folder a row, each row
+ * answered 200 exactly when its folder's listing names it; and every name a
+ * listing names answers.  The rows answered, in *there. */
+static void rows_and_listings(struct imds_app *a, const char *ver, unsigned *there)
+{
+	char target[512], listing[4096], body[4096];
+	*there = 0;
+	for (size_t i = 0; ec2_tree_path(i); i++) {
+		const char *p = ec2_tree_path(i);
+		if (i && strcmp(ec2_tree_path(i - 1), p) >= 0)
+			fail_msg("tree: row '%s' after '%s': the table is sorted", p, ec2_tree_path(i - 1));
+		const char *slash = strrchr(p, '/');
+		size_t dn = slash ? (size_t)(slash - p) : 0;
+		if (slash) {
+			int parent = 0;
+			for (size_t j = 0; j < i; j++)
+				parent |= strlen(ec2_tree_path(j)) == dn && memcmp(ec2_tree_path(j), p, dn) == 0;
+			if (!parent)
+				fail_msg("tree: row '%s' has no row for its folder", p);
+		}
+		snprintf(target, sizeof(target), "/%s/meta-data/%.*s%s", ver, (int)dn, p, dn ? "/" : "");
+		int pst = get_body(a, target, listing, sizeof(listing));
+		snprintf(target, sizeof(target), "/%s/meta-data/%s", ver, p);
+		int st = get_body(a, target, body, sizeof(body));
+		int listed = pst == 200 && lists(listing, slash ? slash + 1 : p);
+		if (st != 200 && st != 404)
+			fail_msg("%s: answers %d", target, st);
+		if ((st == 200) != listed)
+			fail_msg("%s: answers %d, %s in its folder's listing:\n%s", target, st,
+				 listed ? "named" : "not named", pst == 200 ? listing : "(no listing)");
+		*there += st == 200;
+	}
+	unsigned n = 0;
+	snprintf(target, sizeof(target), "/%s/meta-data/", ver);
+	crawl(a, target, &n);
+	snprintf(target, sizeof(target), "/%s/dynamic/", ver);
+	crawl(a, target, &n);
+}
+
+static void test_ec2_table(void **state)
+{
+	struct fx *f = *state;
+	unsigned there;
+	/* Nothing but the identity: the optional rows are not there. */
+	struct imds_app *a = start(f);
+	rows_and_listings(a, "latest", &there);
+	get_is(a, "/latest/meta-data/", 200,
+	       "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
+	unsigned bare = there;
+
+	/* Everything: keys, the pod's address, zone and region, an eviction
+	 * pending (spot/). */
+	ec2_keys(f);
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "ns"), 1);
+	setenv("IMDS_AVAILABILITY_ZONE", "zone-a", 1);
+	setenv("IMDS_REGION", "region-1", 1);
+	assert_int_equal(mkdir(in_dir(f, "podinfo"), 0755), 0);
+	put_str(in_dir(f, "podinfo/eviction-strategy"), "External");
+	put_str(in_dir(f, "podinfo/eviction-in-progress"), "true");
+	setenv("IMDS_LIFECYCLE_DIR", in_dir(f, "podinfo"), 1);
+	a = start(f);
+	static const char *const vers[] = {"latest", "2009-04-04", "1.0"};
+	for (size_t v = 0; v < sizeof(vers) / sizeof(vers[0]); v++)
+		rows_and_listings(a, vers[v], &there);
+	get_is(a, "/latest/meta-data/", 200,
+	       "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname\nlocal-ipv4\n"
+	       "placement/\npublic-keys/\nspot/");
+	size_t rows = 0;
+	while (ec2_tree_path(rows))
+		rows++;
+	assert_int_equal(there, rows); /* every row there */
+	assert_true(bare < there);
+
+	/* A region alone: placement/ lists it alone. */
+	unsetenv("IMDS_AVAILABILITY_ZONE");
+	unsetenv("IMDS_LIFECYCLE_DIR");
+	a = start(f);
+	rows_and_listings(a, "latest", &there);
+	get_is(a, "/latest/meta-data/placement/", 200, "region");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_ec2_tree),
 		T(test_ec2_sessions),
+		T(test_ec2_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <linux/netfilter/nfnetlink.h>
 
 #include "nft.h"
+#include "plumb.h"
 #include "steer.h"
 #include "steer_golden.h"
 
@@ -89,6 +90,7 @@ static const char *meta_name(uint32_t k)
 	case NFT_META_IIFNAME: return "iifname";
 	case NFT_META_OIFNAME: return "oifname";
 	case NFT_META_IIFTYPE: return "iiftype";
+	case NFT_META_MARK: return "mark";
 	default: return "?";
 	}
 }
@@ -102,7 +104,10 @@ static void expr_text(struct attr elem, char *out, size_t cap)
 	assert_non_null(e[NFTA_EXPR_NAME].p);
 	snprintf(name, sizeof(name), "%.*s", (int)e[NFTA_EXPR_NAME].n, (const char *)e[NFTA_EXPR_NAME].p);
 	attrs(e[NFTA_EXPR_DATA].p, e[NFTA_EXPR_DATA].n, d, 15);
-	if (!strcmp(name, "meta")) {
+	if (!strcmp(name, "meta") && d[NFTA_META_SREG].p) {
+		snprintf(out, cap, "[ meta set %s with reg %u ]", meta_name(be32at(d[NFTA_META_KEY])),
+			 be32at(d[NFTA_META_SREG]));
+	} else if (!strcmp(name, "meta")) {
 		snprintf(out, cap, "[ meta load %s => reg %u ]", meta_name(be32at(d[NFTA_META_KEY])),
 			 be32at(d[NFTA_META_DREG]));
 	} else if (!strcmp(name, "cmp")) {
@@ -203,7 +208,7 @@ static void test_golden(void **state)
 {
 	(void)state;
 	static uint8_t buf[65536];
-	static char ours[16384];
+	static char ours[32768];
 	struct nft_batch b;
 	struct steer_state st = golden_state();
 
@@ -376,8 +381,9 @@ static void test_ports(void **state)
 	assert_int_equal(steer_build(&st, &b), 0);
 	assert_int_equal(nft_batch_finish(&b), 0);
 	decode_rules(buf, b.len, text, sizeof(text));
-	/* two taps' steering, two output rejects, forward, bridge forward and input */
-	assert_int_equal(count(text, p80), 7);
+	/* two taps' steering, the mark that keeps Istio's TPROXY off (steer.h
+	 * STEER_MARK), two output rejects, forward, bridge forward and input */
+	assert_int_equal(count(text, p80), 8);
 	assert_int_equal(count(text, p8080), 0);
 
 	st.port = 8080;
@@ -385,9 +391,69 @@ static void test_ports(void **state)
 	assert_int_equal(steer_build(&st, &b), 0);
 	assert_int_equal(nft_batch_finish(&b), 0);
 	decode_rules(buf, b.len, text, sizeof(text));
-	assert_int_equal(count(text, p8080), 7);
+	assert_int_equal(count(text, p8080), 8);
 	/* 80: guarded (output off the pod, forward, the two bridge chains) */
 	assert_int_equal(count(text, p80), 4);
+}
+
+/* passt's pods: the listeners on PLUMB_PASST_LPORT, the service's port
+ * rewritten to it after routing and back on the way out, in both families;
+ * the blocks as nft --debug=netlink encodes "ip daddr 169.254.169.254 tcp
+ * dport 80 counter tcp dport set 50254" and "ip saddr 169.254.169.254 tcp
+ * sport 50254 counter tcp sport set 80" (nftables 1.0.6, Debian 12).  No
+ * rewrite where the listener has the service's port (every tap binding). */
+static void test_passt_port(void **state)
+{
+	(void)state;
+	static uint8_t buf[65536];
+	static char text[32768];
+	struct nft_batch b;
+	struct steer_state st = golden_state();
+	const char *in4 = "ip kubevirt_imds input\n"
+			  "  [ payload load 4b @ network header + 16 => reg 1 ]\n"
+			  "  [ cmp eq reg 1 0xfea9fea9 ]\n"
+			  "  [ meta load l4proto => reg 1 ]\n"
+			  "  [ cmp eq reg 1 0x00000006 ]\n"
+			  "  [ payload load 2b @ transport header + 2 => reg 1 ]\n"
+			  "  [ cmp eq reg 1 0x00005000 ]\n"
+			  "  [ counter pkts 0 bytes 0 ]\n"
+			  "  [ immediate reg 1 0x00004ec4 ]\n"
+			  "  [ payload write reg 1 => 2b @ transport header + 2 csum_type 1 csum_off 16 "
+			  "csum_flags 0x0 ]";
+	const char *out4 = "ip kubevirt_imds output\n"
+			   "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
+			   "  [ cmp eq reg 1 0xfea9fea9 ]\n"
+			   "  [ meta load l4proto => reg 1 ]\n"
+			   "  [ cmp eq reg 1 0x00000006 ]\n"
+			   "  [ payload load 2b @ transport header + 0 => reg 1 ]\n"
+			   "  [ cmp eq reg 1 0x00004ec4 ]\n"
+			   "  [ counter pkts 0 bytes 0 ]\n"
+			   "  [ immediate reg 1 0x00005000 ]\n"
+			   "  [ payload write reg 1 => 2b @ transport header + 0 csum_type 1 csum_off 16 "
+			   "csum_flags 0x0 ]";
+	const char *w = "payload write reg 1 => 2b @ transport header";
+
+	st.local_ok = 1;
+	st.lport = PLUMB_PASST_LPORT;
+	assert_int_equal(PLUMB_PASST_LPORT, 50254);
+	nft_batch_init(&b, buf, sizeof(buf), 1);
+	assert_int_equal(steer_build(&st, &b), 0);
+	assert_int_equal(nft_batch_finish(&b), 0);
+	decode_rules(buf, b.len, text, sizeof(text));
+	assert_non_null(strstr(text, in4));
+	assert_non_null(strstr(text, out4));
+	/* ip: in and out; ip6: in and out for each of the two addresses */
+	assert_int_equal(count(text, w), 6);
+
+	for (int same = 0; same < 2; same++) {
+		st.lport = same ? 80 : 0;
+		nft_batch_init(&b, buf, sizeof(buf), 1);
+		assert_int_equal(steer_build(&st, &b), 0);
+		assert_int_equal(nft_batch_finish(&b), 0);
+		decode_rules(buf, b.len, text, sizeof(text));
+		assert_int_equal(count(text, w), 0);
+		assert_null(strstr(text, "ip kubevirt_imds input"));
+	}
 }
 
 int main(void)
@@ -396,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_ports),
+		cmocka_unit_test(test_passt_port),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_events),
 	};

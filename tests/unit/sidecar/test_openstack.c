@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "handler.h"
+#include "openstack.h"
 
 static void test_password(void **state)
 {
@@ -344,6 +345,70 @@ static void test_password_key(void **state)
 	assert_non_null(strstr(err, "IMDS_SSH_KEYS_DIR"));
 }
 
+/* The table of files against what is served: for every version the
+ * layout lists (and one before the first, one past the last), a file
+ * answers 200 exactly when the version's listing names it, and every file
+ * of the table is listed by latest: the listing is derived from the rows,
+ * the routes serve them.  With user-data and a bridged pod NIC, every
+ * listed file has data (none: Nova's 404 with a reason). */
+static void test_openstack_table(void **state)
+{
+	struct fx *f = *state;
+	put_str(in_dir(f, "ud"), "#cloud-config\n");
+	setenv("IMDS_USER_DATA_FILE", in_dir(f, "ud"), 1);
+	put_str(in_dir(f, "ns"), NETSTATUS);
+	setenv("IMDS_NETWORK_STATUS_FILE", in_dir(f, "ns"), 1);
+	setenv("IMDS_INTERFACES", "default:bridge:tap0", 1);
+	struct imds_app *a = start(f);
+	struct resp r;
+	call(a, "GET", "/openstack", 0, NULL, &r);
+	EXPECT_STATUS("/openstack", &r, 200);
+	char versions[512];
+	snprintf(versions, sizeof(versions), "2011-01-01\n%s2030-01-01\n", r.body);
+	resp_free(&r);
+	unsigned answered = 0, versions_n = 0;
+	for (char *v = versions, *e; (e = strchr(v, '\n')); v = e + 1) {
+		*e = '\0';
+		char target[256], listing[512];
+		snprintf(target, sizeof(target), "/openstack/%.40s/", v);
+		call(a, "GET", target, 0, NULL, &r);
+		EXPECT_STATUS(target, &r, 200);
+		snprintf(listing, sizeof(listing), "%s", r.body);
+		resp_free(&r);
+		versions_n++;
+		for (size_t i = 0; os_file_name(i); i++) {
+			char line[64];
+			snprintf(line, sizeof(line), "%s\n", os_file_name(i));
+			int listed = strstr(listing, line) != NULL;
+			snprintf(target, sizeof(target), "/openstack/%.40s/%s", v, os_file_name(i));
+			call(a, "GET", target, 0, NULL, &r);
+			if ((r.status == 200) != listed)
+				fail_msg("%s: answers %d, %s in the version's listing:\n%s", target, r.status,
+					 listed ? "named" : "not named", listing);
+			if (r.status != 200 && r.status != 404)
+				fail_msg("%s: answers %d", target, r.status);
+			answered += r.status == 200;
+			resp_free(&r);
+		}
+		/* nothing listed that is not a row */
+		size_t lines = 0, rows = 0;
+		for (const char *p = listing; (p = strchr(p, '\n')); p++)
+			lines++;
+		for (size_t i = 0; os_file_name(i); i++)
+			rows += strstr(listing, os_file_name(i)) != NULL;
+		assert_int_equal(lines, rows);
+	}
+	size_t nrows = 0;
+	while (os_file_name(nrows))
+		nrows++;
+	call(a, "GET", "/openstack/latest/", 0, NULL, &r);
+	for (size_t i = 0; i < nrows; i++)
+		if (!strstr(r.body, os_file_name(i)))
+			fail_msg("latest does not list %s", os_file_name(i));
+	resp_free(&r);
+	assert_true(versions_n > 3 && answered > versions_n * 4);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -352,6 +417,7 @@ int main(void)
 		T(test_openstack),
 		T(test_openstack_tree),
 		T(test_password_key),
+		T(test_openstack_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
