@@ -82,8 +82,16 @@ fi
 # passt first, as libvirt runs it: every port (tests/lib/netns.sh
 # pasta_start); the guest serves HTTP on its own port 80.
 if pasta_start; then ok "pasta up forwarding every port as passt's all ($PASST_ALL, TCP and UDP; RLIMIT_NOFILE $PASST_NOFILE): the guest has the pod's address"; else not_ok "pasta up" "$(cat "$NET_TMP/pasta.log")"; fi
+# Until the guest's server listens (up to 15 s: a fresh root's first
+# import of http.server is slow), else the check after it would meet the
+# guest's reset and blame passt (seen once in fresh-check: "Connection reset
+# by peer" from the node, the server not yet up).
 guest_web() {
-	for _ in $(seq 200); do in_vm ss -ltnH 'sport = :80' | grep -q LISTEN && return 0; sleep 0.02; done
+	local deadline=$((SECONDS + 15))
+	while ((SECONDS < deadline)); do
+		in_vm ss -ltnH 'sport = :80' | grep -q LISTEN && return 0
+		sleep 0.05
+	done
 	return 1
 }
 mkdir -p "$NET_TMP/guest-www"
@@ -93,7 +101,7 @@ guest_web_start() {
 		>>"$NET_TMP/guest-http.log" 2>&1 &
 	GUEST_WEB_PID=$!
 	BG_PIDS+=($!)
-	guest_web
+	guest_web || { not_ok "the guest's own web server listens on its port 80" "$(tail -n 5 "$NET_TMP/guest-http.log")"; return 1; }
 }
 guest_web_start
 node_reaches_guest80() { # the VM's own web server, from the node, on the pod IP
@@ -101,7 +109,10 @@ node_reaches_guest80() { # the VM's own web server, from the node, on the pod IP
 	out=$(in_node curl -sS --max-time 3 "http://$POD_IP/" 2>&1)
 	[[ $out == guest-own-80 ]] || { echo "$out"; return 1; }
 }
-if out=$(node_reaches_guest80); then ok "passt alone: the guest's port 80 on the pod IP, from the node"; else not_ok "passt alone: the guest's port 80 from the node" "$out"; fi
+if out=$(node_reaches_guest80); then ok "passt alone: the guest's port 80 on the pod IP, from the node"; else
+	not_ok "passt alone: the guest's port 80 from the node" "$out" "--- the guest's server ---" "$(tail -n 5 "$NET_TMP/guest-http.log")" \
+		"$(in_vm ss -ltn)" "--- pasta ---" "$(tail -n 5 "$NET_TMP/pasta.log")"
+fi
 
 # The node answers HTTP on 169.254.169.254 (a cloud node's IMDS): a leak
 # would show there.
