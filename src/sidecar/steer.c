@@ -141,6 +141,27 @@ static void match_ifname(struct nft_batch *b, uint32_t key, uint32_t op, const c
 	nft_e_cmp(b, NFT_REG_1, op, n, sizeof(n));
 }
 
+/* An address of len bytes at network-header offset off, rewritten without
+ * connection state on veth-imds: in prerouting (iif) a source, in
+ * postrouting (oif) a destination, from -> to.  IPv4 (csum_off the header
+ * checksum's) fixes its header checksum, IPv6 has none; both the
+ * transport's pseudo-header sum. */
+static void alias_rule(struct nft_batch *b, uint8_t f, const char *chain, uint32_t if_key,
+		       uint32_t off, const uint8_t *from, const uint8_t *to, uint32_t len,
+		       uint32_t csum_off)
+{
+	nft_rule_begin(b, f, STEER_TABLE, chain);
+	match_ifname(b, if_key, NFT_CMP_EQ, IMDS_VETH);
+	nft_e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, off, len, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, from, len);
+	nft_e_counter(b);
+	nft_e_imm(b, NFT_REG_1, to, len);
+	nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, off, len, NFT_REG_1,
+			  len == 4 ? NFT_PAYLOAD_CSUM_INET : NFT_PAYLOAD_CSUM_NONE, csum_off,
+			  NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
+	nft_rule_end(b);
+}
+
 /* What nft adds before an Ethernet header match in the netdev family (so
  * `nft list` shows "ether daddr"): the input device is Ethernet. */
 static void match_ether(struct nft_batch *b)
@@ -278,28 +299,16 @@ static void build_ip(const struct steer_state *st, struct nft_batch *b)
 	for (size_t i = 0; i < st->nlocal; i++) {
 		uint8_t alias[4];
 		steer_alias(i, alias);
-		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
-		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
-		match_nh4(b, IP_SADDR, st->local[i]);
-		nft_e_counter(b);
-		nft_e_imm(b, NFT_REG_1, alias, 4);
-		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP_SADDR, 4, NFT_REG_1,
-				  NFT_PAYLOAD_CSUM_INET, IP_CSUM, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
-		nft_rule_end(b);
+		alias_rule(b, f, "prerouting", NFT_META_IIFNAME, IP_SADDR, st->local[i], alias, 4,
+			   IP_CSUM);
 	}
 	nft_add_chain(b, f, STEER_TABLE, "postrouting", NFT_HOOK_POSTROUTING, STEER_PRIO_POST, NULL,
 		      NFT_V_ACCEPT);
 	for (size_t i = 0; i < st->nlocal; i++) {
 		uint8_t alias[4];
 		steer_alias(i, alias);
-		nft_rule_begin(b, f, STEER_TABLE, "postrouting");
-		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, IMDS_VETH);
-		match_nh4(b, IP_DADDR, alias);
-		nft_e_counter(b);
-		nft_e_imm(b, NFT_REG_1, st->local[i], 4);
-		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP_DADDR, 4, NFT_REG_1,
-				  NFT_PAYLOAD_CSUM_INET, IP_CSUM, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
-		nft_rule_end(b);
+		alias_rule(b, f, "postrouting", NFT_META_OIFNAME, IP_DADDR, alias, st->local[i], 4,
+			   IP_CSUM);
 	}
 	nft_add_chain(b, f, STEER_TABLE, "output", NFT_HOOK_OUTPUT, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
@@ -408,28 +417,16 @@ static void build_ip6(const struct steer_state *st, struct nft_batch *b)
 	for (size_t i = 0; i < st->nlocal6; i++) {
 		uint8_t alias[16];
 		steer_alias6(i, alias);
-		nft_rule_begin(b, f, STEER_TABLE, "prerouting");
-		match_ifname(b, NFT_META_IIFNAME, NFT_CMP_EQ, IMDS_VETH);
-		match_nh6(b, IP6_SADDR, st->local6[i]);
-		nft_e_counter(b);
-		nft_e_imm(b, NFT_REG_1, alias, 16);
-		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP6_SADDR, 16, NFT_REG_1,
-				  NFT_PAYLOAD_CSUM_NONE, 0, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
-		nft_rule_end(b);
+		alias_rule(b, f, "prerouting", NFT_META_IIFNAME, IP6_SADDR, st->local6[i], alias, 16,
+			   0);
 	}
 	nft_add_chain(b, f, STEER_TABLE, "postrouting", NFT_HOOK_POSTROUTING, STEER_PRIO_POST, NULL,
 		      NFT_V_ACCEPT);
 	for (size_t i = 0; i < st->nlocal6; i++) {
 		uint8_t alias[16];
 		steer_alias6(i, alias);
-		nft_rule_begin(b, f, STEER_TABLE, "postrouting");
-		match_ifname(b, NFT_META_OIFNAME, NFT_CMP_EQ, IMDS_VETH);
-		match_nh6(b, IP6_DADDR, alias);
-		nft_e_counter(b);
-		nft_e_imm(b, NFT_REG_1, st->local6[i], 16);
-		nft_e_payload_set(b, NFT_PAYLOAD_NETWORK_HEADER, IP6_DADDR, 16, NFT_REG_1,
-				  NFT_PAYLOAD_CSUM_NONE, 0, NFT_PAYLOAD_L4CSUM_PSEUDOHDR);
-		nft_rule_end(b);
+		alias_rule(b, f, "postrouting", NFT_META_OIFNAME, IP6_DADDR, alias, st->local6[i], 16,
+			   0);
 	}
 	nft_add_chain(b, f, STEER_TABLE, "input", NFT_HOOK_INPUT, STEER_PRIO_RAW, NULL,
 		      NFT_V_ACCEPT);
