@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbuf.h"
+
 static int parse_port(const char *p, in_port_t *port)
 {
 	if (!*p || strlen(p) > 5)
@@ -67,17 +69,36 @@ int addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 	return 0;
 }
 
+/* Dotted quad, as inet_ntop writes it; every access log line has one, and
+ * musl's inet_ntop goes through snprintf.  NULL when it does not fit. */
+static const char *ntop4(const unsigned char *q, char *buf, size_t len)
+{
+	struct sbuf b = SBUF_INIT(buf, len);
+	for (int i = 0; i < 4; i++) {
+		if (i)
+			sbuf_putc(&b, '.');
+		sbuf_put_u(&b, q[i]);
+	}
+	return b.overflow ? NULL : buf;
+}
+
 const char *addr_ntop(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
 	const void *a = NULL;
-	if (ss->ss_family == AF_INET)
-		a = &((const struct sockaddr_in *)ss)->sin_addr;
-	else if (ss->ss_family == AF_INET6) {
+	const unsigned char *q = NULL;
+	if (ss->ss_family == AF_INET) {
+		q = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
+	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
 		/* Show v4-mapped peers of a dual-stack listener as plain v4. */
 		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
-			return inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
+			q = &s6->sin6_addr.s6_addr[12];
 		a = &s6->sin6_addr;
+	}
+	if (q) {
+		if (ntop4(q, buf, len))
+			return buf;
+		a = NULL;
 	}
 	if (!a || !inet_ntop(ss->ss_family, a, buf, (socklen_t)len))
 		snprintf(buf, len, "-");

@@ -90,6 +90,7 @@ struct http_server {
 	char head[1024];
 	time_t date_sec;
 	char date[40];
+	size_t date_len;
 };
 
 /* Defined below; the waiting requests (res->park) are at the end of the
@@ -160,13 +161,17 @@ const char *http_reason(int status)
 
 int http_res_header(struct http_response *res, const char *name, const char *value)
 {
-	size_t room = sizeof(res->extra) - res->extra_len;
-	int n = snprintf(res->extra + res->extra_len, room, "%s: %s\r\n", name, value);
-	if (n < 0 || (size_t)n >= room) {
+	struct sbuf b = SBUF_INIT(res->extra, sizeof(res->extra));
+	b.len = res->extra_len;
+	sbuf_puts(&b, name);
+	sbuf_lit(&b, ": ");
+	sbuf_puts(&b, value);
+	sbuf_lit(&b, "\r\n");
+	if (b.overflow) {
 		res->extra[res->extra_len] = '\0';
 		return -ENOSPC;
 	}
-	res->extra_len += (size_t)n;
+	res->extra_len = b.len;
 	return 0;
 }
 
@@ -269,11 +274,16 @@ static void conn_free(struct http_server *s, struct conn *c)
 
 static const char *date_now(struct http_server *s)
 {
-	time_t now = time(NULL);
+	/* The coarse clock: a second's resolution is all this needs, and it
+	 * is read without the TSC (musl's time() reads the precise one). */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	time_t now = ts.tv_sec;
 	if (now != s->date_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
-		if (strftime(s->date, sizeof(s->date), "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+		s->date_len = strftime(s->date, sizeof(s->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		if (s->date_len == 0)
 			s->date[0] = '\0'; /* cannot happen: 29 bytes */
 		s->date_sec = now;
 	}
@@ -413,18 +423,31 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		conn_hdr = "Connection: keep-alive\r\n";
 
 	struct sbuf h = SBUF_INIT(s->head, sizeof(s->head));
-	sbuf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", res->status, http_reason(res->status),
-		    date_now(s));
-	if (res->content_type)
-		sbuf_printf(&h, "Content-Type: %s\r\n", res->content_type);
+	/* Put together piece by piece, not with printf: this runs for every
+	 * answer, and musl's printf is most of a small answer's user time. */
+	sbuf_lit(&h, "HTTP/1.1 ");
+	sbuf_put_u(&h, (unsigned)res->status);
+	sbuf_putc(&h, ' ');
+	sbuf_puts(&h, http_reason(res->status));
+	sbuf_lit(&h, "\r\nDate: ");
+	const char *date = date_now(s); /* sets date_len */
+	sbuf_put(&h, date, s->date_len);
+	sbuf_lit(&h, "\r\n");
+	if (res->content_type) {
+		sbuf_lit(&h, "Content-Type: ");
+		sbuf_puts(&h, res->content_type);
+		sbuf_lit(&h, "\r\n");
+	}
 	/* 304 (and 204) carry no body, so no length (RFC 9110 §8.6). */
 	int no_body = res->status == 304 || res->status == 204;
-	if (no_body)
-		sbuf_puts(&h, conn_hdr);
-	else
-		sbuf_printf(&h, "Content-Length: %zu\r\n%s", blen, conn_hdr);
+	if (!no_body) {
+		sbuf_lit(&h, "Content-Length: ");
+		sbuf_put_u(&h, blen);
+		sbuf_lit(&h, "\r\n");
+	}
+	sbuf_puts(&h, conn_hdr);
 	sbuf_put(&h, res->extra, res->extra_len);
-	sbuf_puts(&h, "\r\n");
+	sbuf_lit(&h, "\r\n");
 	if (h.overflow) {
 		/* Our own headers never reach 1 KiB; refuse rather than truncate. */
 		blob_unref(res->blob);

@@ -28,7 +28,11 @@ void log_init(const char *prog)
 
 static const char *stamp(void)
 {
-	time_t now = time(NULL);
+	/* The coarse clock: a second's resolution is all this needs, and it
+	 * is read without the TSC (musl's time() reads the precise one). */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	time_t now = ts.tv_sec;
 	if (now != log_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
@@ -65,7 +69,7 @@ static void buffer_line(const char *line, size_t n)
 {
 	if (log_len + n > sizeof(log_buf))
 		log_flush();
-	memcpy(log_buf + log_len, line, n);
+	sbuf_copy(log_buf + log_len, line, n);
 	log_len += n;
 }
 
@@ -161,15 +165,17 @@ static void put_clean(struct sbuf *b, const char *s, size_t n, size_t max)
 		sbuf_putc(b, '-');
 		return;
 	}
-	for (size_t i = 0; i < n && i < max; i++) {
+	size_t end = n < max ? n : max, run = 0; /* start of the current run of plain bytes */
+	for (size_t i = 0; i < end; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c > 0x20 && c < 0x7f && c != '\\') {
-			sbuf_putc(b, (char)c);
-		} else {
-			char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-			sbuf_put(b, e, 4);
-		}
+		if (c > 0x20 && c < 0x7f && c != '\\')
+			continue;
+		sbuf_put(b, s + run, i - run);
+		run = i + 1;
+		char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+		sbuf_put(b, e, 4);
 	}
+	sbuf_put(b, s + run, end - run);
 	if (n > max)
 		sbuf_puts(b, "...");
 }
@@ -179,11 +185,21 @@ void log_access(const struct sockaddr_storage *peer, const char *method, size_t 
 {
 	char line[512], ip[64];
 	struct sbuf b = SBUF_INIT(line, sizeof(line));
-	sbuf_printf(&b, "%s %s ", stamp(), peer ? addr_ntop(peer, ip, sizeof(ip)) : "-");
+	/* One line per answer: built without printf, as the answer's head is. */
+	sbuf_puts(&b, stamp());
+	sbuf_putc(&b, ' ');
+	sbuf_puts(&b, peer ? addr_ntop(peer, ip, sizeof(ip)) : "-");
+	sbuf_putc(&b, ' ');
 	put_clean(&b, method, mlen, 16);
 	sbuf_putc(&b, ' ');
 	put_clean(&b, path, plen, 200);
-	sbuf_printf(&b, " %d %zu %lluus\n", status, bytes, (unsigned long long)us);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, (unsigned)status);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, bytes);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, us);
+	sbuf_lit(&b, "us\n");
 	if (b.overflow)
 		return; /* cannot happen with the caps above */
 	buffer_line(line, b.len);

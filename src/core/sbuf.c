@@ -10,6 +10,38 @@ static void terminate(struct sbuf *b)
 		b->p[b->len] = '\0';
 }
 
+void sbuf_copy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n >= 16) { /* two 16-byte moves that may overlap */
+		uint64_t a[2], z[2];
+		__builtin_memcpy(a, s, 16);
+		__builtin_memcpy(z, s + n - 16, 16);
+		__builtin_memcpy(d, a, 16);
+		__builtin_memcpy(d + n - 16, z, 16);
+	} else if (n >= 8) {
+		uint64_t a, z;
+		__builtin_memcpy(&a, s, 8);
+		__builtin_memcpy(&z, s + n - 8, 8);
+		__builtin_memcpy(d, &a, 8);
+		__builtin_memcpy(d + n - 8, &z, 8);
+	} else if (n >= 4) {
+		uint32_t a, z;
+		__builtin_memcpy(&a, s, 4);
+		__builtin_memcpy(&z, s + n - 4, 4);
+		__builtin_memcpy(d, &a, 4);
+		__builtin_memcpy(d + n - 4, &z, 4);
+	} else if (n) { /* 1..3: first, middle, last */
+		unsigned char a = s[0], m = s[n / 2], z = s[n - 1];
+		d[0] = a;
+		d[n / 2] = m;
+		d[n - 1] = z;
+	}
+}
+
 void sbuf_put(struct sbuf *b, const void *data, size_t n)
 {
 	if (b->overflow)
@@ -19,7 +51,7 @@ void sbuf_put(struct sbuf *b, const void *data, size_t n)
 		terminate(b);
 		return;
 	}
-	memcpy(b->p + b->len, data, n);
+	sbuf_copy(b->p + b->len, data, n);
 	b->len += n;
 	terminate(b);
 }
@@ -32,6 +64,31 @@ void sbuf_puts(struct sbuf *b, const char *s)
 void sbuf_putc(struct sbuf *b, char c)
 {
 	sbuf_put(b, &c, 1);
+}
+
+void sbuf_put_u(struct sbuf *b, unsigned long long v)
+{
+	char d[20]; /* 2^64 - 1 has 20 digits */
+	size_t i = sizeof(d);
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	sbuf_put(b, d + i, sizeof(d) - i);
+}
+
+void sbuf_put_hex(struct sbuf *b, uint64_t v, unsigned digits)
+{
+	static const char hex[] = "0123456789abcdef";
+	char d[16];
+	if (digits == 0 || digits > 16) {
+		b->overflow = 1; /* a caller's mistake: never a short answer */
+		terminate(b);
+		return;
+	}
+	for (unsigned i = digits; i-- > 0; v >>= 4)
+		d[i] = hex[v & 15];
+	sbuf_put(b, d, digits);
 }
 
 void sbuf_printf(struct sbuf *b, const char *fmt, ...)

@@ -39,7 +39,10 @@ void call_json_field(struct sbuf *b, const char *key, const char *v, int comma)
 
 static void tag_text(uint64_t tag, char out[19])
 {
-	snprintf(out, 19, "\"%016llx\"", (unsigned long long)tag);
+	struct sbuf b = SBUF_INIT(out, 19);
+	sbuf_putc(&b, '"');
+	sbuf_put_hex(&b, tag, 16);
+	sbuf_putc(&b, '"');
 }
 
 int call_inm_match(const struct http_request *req, uint64_t tag)

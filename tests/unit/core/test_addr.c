@@ -164,6 +164,27 @@ static void test_ntop(void **state)
 	inet_pton(AF_INET, "192.0.2.77", &s4->sin_addr);
 	char tiny[4];
 	assert_string_equal(addr_ntop(&ss, tiny, sizeof(tiny)), "-");
+	/* the IPv4 text is built by hand: as inet_ntop's for every octet value
+	 * in every place, and an exact fit (16 bytes) still fits */
+	for (unsigned v = 0; v < 256; v++) {
+		for (int at = 0; at < 4; at++) {
+			unsigned char q[4] = {10, 0, 200, 9};
+			q[at] = (unsigned char)v;
+			memcpy(&s4->sin_addr, q, 4);
+			char want[INET_ADDRSTRLEN];
+			assert_non_null(inet_ntop(AF_INET, q, want, sizeof(want)));
+			assert_string_equal(addr_ntop(&ss, buf, sizeof(buf)), want);
+		}
+	}
+	inet_pton(AF_INET, "255.255.255.255", &s4->sin_addr);
+	char fit[16], short1[15];
+	assert_string_equal(addr_ntop(&ss, fit, sizeof(fit)), "255.255.255.255");
+	assert_string_equal(addr_ntop(&ss, short1, sizeof(short1)), "-");
+	/* a v4-mapped peer and a buffer too small: "-", never NULL */
+	memset(&ss, 0, sizeof(ss));
+	s6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "::ffff:198.51.100.9", &s6->sin6_addr);
+	assert_string_equal(addr_ntop(&ss, tiny, sizeof(tiny)), "-");
 }
 
 /* Bound sockets print as the log shows them: "IP:PORT", "[V6]:PORT". */

@@ -272,6 +272,70 @@ static void test_json_all_bytes_every_cap(void **state)
 }
 
 /* Both base64 alphabets of RFC 4648, every byte. */
+/* sbuf_copy moves pieces of up to 32 bytes inline: as memcpy for every
+ * length 0..80 at every alignment, and nothing written past the piece. */
+static void test_copy_every_length(void **state)
+{
+	(void)state;
+	unsigned char src[128], dst[128], want[128];
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)(i * 7 + 1);
+	for (size_t n = 0; n <= 80; n++) {
+		for (size_t off = 0; off < 8; off++) {
+			memset(dst, CANARY, sizeof(dst));
+			memset(want, CANARY, sizeof(want));
+			sbuf_copy(dst + off, src + (7 - off), n);
+			memcpy(want + off, src + (7 - off), n);
+			if (memcmp(dst, want, sizeof(dst)) != 0)
+				fail_msg("sbuf_copy of %zu bytes at offset %zu differs from memcpy", n, off);
+		}
+	}
+}
+
+static void test_put_numbers(void **state)
+{
+	(void)state;
+	char buf[64];
+	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
+	sbuf_put_u(&b, 0);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, 9);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, 10);
+	sbuf_putc(&b, ' ');
+	sbuf_put_u(&b, 18446744073709551615ull);
+	check("put_u", &b, 27, 0, "0 9 10 18446744073709551615");
+
+	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+	sbuf_put_hex(&b, 0xabcdef0123456789ull, 16);
+	sbuf_putc(&b, ' ');
+	sbuf_put_hex(&b, 0x2f, 4);
+	sbuf_putc(&b, ' ');
+	sbuf_put_hex(&b, 0x2f, 1); /* the low digit only */
+	check("put_hex", &b, 23, 0, "abcdef0123456789 002f f");
+	/* 0 or more than 16 digits: the caller's mistake sets overflow */
+	sbuf_put_hex(&b, 1, 0);
+	check("put_hex 0 digits", &b, 23, 1, "abcdef0123456789 002f f");
+	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+	sbuf_put_hex(&b, 1, 17);
+	assert_int_equal(b.overflow, 1);
+
+	/* a number that does not fit whole is not written in part */
+	memset(buf, CANARY, sizeof(buf));
+	b = (struct sbuf)SBUF_INIT(buf, 6);
+	sbuf_put_u(&b, 12345);
+	check("put_u exact", &b, 5, 0, "12345");
+	b = (struct sbuf)SBUF_INIT(buf, 5);
+	sbuf_put_u(&b, 12345);
+	assert_int_equal(b.overflow, 1);
+	check_canary("put_u over", buf, 6, sizeof(buf));
+	/* sbuf_lit: a literal's bytes, its length known when compiled */
+	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+	sbuf_lit(&b, "a\0b");
+	assert_int_equal(b.len, 3);
+	assert_memory_equal(buf, "a\0b", 3);
+}
+
 static void test_b64val(void **state)
 {
 	(void)state;
@@ -292,6 +356,8 @@ int main(void)
 		cmocka_unit_test(test_printf),
 		cmocka_unit_test(test_json_every_byte),
 		cmocka_unit_test(test_json_all_bytes_every_cap),
+		cmocka_unit_test(test_copy_every_length),
+		cmocka_unit_test(test_put_numbers),
 		cmocka_unit_test(test_b64val),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
