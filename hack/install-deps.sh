@@ -15,7 +15,7 @@ set -euo pipefail
 declare -A pkgs=(
 	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
 	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-yaml python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt resource-agents iptables"
-	[bench]="nginx-light wrk util-linux"
+	[bench]="nginx-light wrk util-linux h2o"
 	[lint]="shellcheck cppcheck clang-tidy"
 	[coverage]="lcov"
 	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs genisoimage"
