@@ -1350,62 +1350,6 @@ static void test_serial(void **state)
 	}
 }
 
-/* A VMI's spec.evictionStrategy recorded for the sidecar (issue 31). */
-static void test_eviction_record(void **state)
-{
-	(void)state;
-	static const char path[] = "/metadata/annotations/imds.kubevirt.io~1eviction-strategy";
-	static const struct {
-		const char *name, *strategy, *old; /* NULL: absent */
-		const char *op, *want;            /* op NULL: no operation on the annotation */
-		const char *def;                  /* --default-eviction-strategy, NULL: none */
-	} cases[] = {
-		{"LiveMigrate recorded", "LiveMigrate", NULL, "add", "LiveMigrate", NULL},
-		{"LiveMigrateIfPossible recorded", "LiveMigrateIfPossible", NULL, "add", "LiveMigrateIfPossible", NULL},
-		{"External recorded", "External", NULL, "add", "External", NULL},
-		{"a stale value replaced", "External", "LiveMigrate", "add", "External", NULL},
-		{"the same value: nothing", "LiveMigrate", "LiveMigrate", NULL, "LiveMigrate", NULL},
-		{"none set: nothing", NULL, NULL, NULL, NULL, NULL},
-		{"none set: a user's value removed", NULL, "LiveMigrate", "remove", NULL, NULL},
-		{"unknown strategy: a user's value removed", "Sometimes", "LiveMigrate", "remove", NULL, NULL},
-		{"none set: the cluster's default recorded", NULL, NULL, "add", "LiveMigrate", "LiveMigrate"},
-		{"none set: the default replaces a user's value", NULL, "External", "add", "LiveMigrate", "LiveMigrate"},
-		{"none set: the default equal to the value: nothing", NULL, "LiveMigrate", NULL, "LiveMigrate", "LiveMigrate"},
-		{"the VMI's own strategy wins over the default", "External", NULL, "add", "External", "LiveMigrate"},
-		{"unknown strategy with a default: removed", "Sometimes", "LiveMigrate", "remove", NULL, "LiveMigrate"},
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct json_object *review = fixture("vmi-standalone");
-		struct json_object *spec = at(review, "request", "object", "spec", NULL);
-		struct json_object *anns = at(review, "request", "object", "metadata", "annotations", NULL);
-		json_object_object_del(spec, "evictionStrategy");
-		if (cases[i].strategy)
-			set(spec, "evictionStrategy", json_object_new_string(cases[i].strategy));
-		if (cases[i].old)
-			set(anns, "imds.kubevirt.io/eviction-strategy", json_object_new_string(cases[i].old));
-		struct answer a;
-		struct admission_config cfg = NATIVE;
-		cfg.default_eviction = cases[i].def;
-		run_review(&cfg, review, &a);
-		if (a.res.outcome != ADM_PATCHED)
-			fail_msg("%s: %s (%s)", cases[i].name, admission_outcome_name(a.res.outcome), a.res.reason);
-		int add = has_op_path(a.patch, "add", path), rm = has_op_path(a.patch, "remove", path);
-		int want_add = cases[i].op && strcmp(cases[i].op, "add") == 0;
-		int want_rm = cases[i].op && strcmp(cases[i].op, "remove") == 0;
-		if (add != want_add || rm != want_rm)
-			fail_msg("%s: add %d remove %d, want %d %d: %s", cases[i].name, add, rm, want_add, want_rm,
-				 json_object_to_json_string(a.patch));
-		struct json_object *got = at(a.object, "metadata", "annotations", "imds.kubevirt.io/eviction-strategy", NULL);
-		if (cases[i].want)
-			assert_string_equal(sat(got), cases[i].want);
-		else
-			assert_null(got);
-		assert_second_pass_clean(&cfg, review, a.object);
-		answer_free(&a);
-		json_object_put(review);
-	}
-}
-
 static void test_serial_variants(void **state)
 {
 	(void)state;
@@ -2236,7 +2180,6 @@ int main(void)
 		cmocka_unit_test(test_pod_skips),
 		cmocka_unit_test(test_pod_denials),
 		cmocka_unit_test(test_serial),
-		cmocka_unit_test(test_eviction_record),
 		cmocka_unit_test(test_serial_variants),
 		cmocka_unit_test(test_all_fixtures_idempotent),
 		cmocka_unit_test(test_malformed_table),
