@@ -7,7 +7,6 @@
  * get is in test_wh_pod.c, test_wh_serial.c and test_wh_vmnet.c. */
 #include "wh_fixture.h"
 
-
 /* ---- every fixture ------------------------------------------------------ */
 
 static const char *const all_fixtures[] = {
@@ -17,7 +16,6 @@ static const char *const all_fixtures[] = {
 	"vm-no-firmware", "vm-serial", "vm-nocloud-serial", "vm-own-annotation", "vm-last-applied-only",
 	"vm-update", "vmi-standalone", "vmi-serial", "vmi-update",
 };
-
 
 static void test_all_fixtures_idempotent(void **state)
 {
@@ -47,7 +45,6 @@ static void test_all_fixtures_idempotent(void **state)
 	}
 }
 
-
 /* ---- malformed input ---------------------------------------------------- */
 
 static void expect_status(const char *body, size_t len, int status, const char *what)
@@ -68,9 +65,7 @@ static void expect_status(const char *body, size_t len, int status, const char *
 	admission_result_free(&res);
 }
 
-
 #define S(lit) lit, sizeof(lit) - 1
-
 
 static void test_malformed_table(void **state)
 {
@@ -166,7 +161,6 @@ static void test_malformed_table(void **state)
 	json_object_put(review);
 }
 
-
 static void test_malformed_sizes(void **state)
 {
 	(void)state;
@@ -226,7 +220,6 @@ static void test_malformed_sizes(void **state)
 	free(big);
 	free(fx);
 }
-
 
 /* The reader's string scan (UTF-8 checked, printable ASCII sixteen
  * bytes at a time) and its node cap, which no string content counts to. */
@@ -290,7 +283,6 @@ static void test_prepasses(void **state)
 	free(big);
 }
 
-
 static void test_truncated_prefixes(void **state)
 {
 	(void)state;
@@ -316,7 +308,6 @@ static void test_truncated_prefixes(void **state)
 		free(s);
 	}
 }
-
 
 static void test_config_check(void **state)
 {

@@ -7,7 +7,6 @@
  * second pass clean.  Moved from test_wh_admission.c. */
 #include "wh_fixture.h"
 
-
 /* ---- pods -------------------------------------------------------------- */
 
 /* What --network-mode adds (docs/webhook.md, --network-mode): in agent mode
@@ -64,7 +63,6 @@ static void check_network_mode(struct json_object *orig, struct json_object *pod
 	json_object_put(cw);
 	json_object_put(cc);
 }
-
 
 /* The fields every injected pod has, whatever the fixture. */
 static void check_common(struct json_object *review, struct answer *a, const struct admission_config *cfg)
@@ -184,7 +182,6 @@ static void check_common(struct json_object *review, struct answer *a, const str
 	assert_non_null(volume_of(pod, "imds-token"));
 }
 
-
 static struct json_object *inject(const char *name, const struct admission_config *cfg, struct answer *a)
 {
 	struct json_object *review = fixture(name);
@@ -195,7 +192,6 @@ static struct json_object *inject(const char *name, const struct admission_confi
 	assert_second_pass_clean(cfg, review, a->object);
 	return review;
 }
-
 
 static void test_pod_kv18_native(void **state)
 {
@@ -241,7 +237,6 @@ static void test_pod_kv18_native(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_plain_container(void **state)
 {
 	(void)state;
@@ -258,7 +253,6 @@ static void test_pod_plain_container(void **state)
 	answer_free(&a);
 	json_object_put(review);
 }
-
 
 /* --network-mode agent over every injectable pod fixture, in both sidecar
  * modes (check_common checks what the mode adds); the name clashes denied;
@@ -320,7 +314,6 @@ static void test_pod_agent_mode(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_kv19_audiences(void **state)
 {
 	(void)state;
@@ -373,7 +366,6 @@ static void test_pod_kv19_audiences(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_guaranteed(void **state)
 {
 	(void)state;
@@ -392,7 +384,6 @@ static void test_pod_guaranteed(void **state)
 		}
 	}
 }
-
 
 /* A minimal launcher pod with the given cpu/memory on compute (NULL: absent). */
 static struct json_object *pod_with(const char *req_cpu, const char *req_mem, const char *lim_cpu, const char *lim_mem)
@@ -413,7 +404,6 @@ static struct json_object *pod_with(const char *req_cpu, const char *req_mem, co
 	set(at(review, "request", "object", "spec", "containers", "0", NULL), "resources", res);
 	return review;
 }
-
 
 static void test_pod_qos_quantities(void **state)
 {
@@ -469,7 +459,6 @@ static void test_pod_qos_quantities(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_missing_parents(void **state)
 {
 	(void)state;
@@ -494,7 +483,6 @@ static void test_pod_missing_parents(void **state)
 	answer_free(&a);
 	json_object_put(review);
 }
-
 
 /* SSH keys: the whole Secret, read-only, and where the sidecar looks;
  * custom meta-data: a downward-API file. */
@@ -528,7 +516,6 @@ static void test_pod_keys_meta_data(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_user_data_sources(void **state)
 {
 	(void)state;
@@ -559,7 +546,6 @@ static void test_pod_user_data_sources(void **state)
 	json_object_put(review);
 }
 
-
 static void test_pod_200k_user_data(void **state)
 {
 	(void)state;
@@ -580,7 +566,6 @@ static void test_pod_200k_user_data(void **state)
 	answer_free(&a);
 	json_object_put(review);
 }
-
 
 static void test_pod_vendor_data(void **state)
 {
@@ -638,7 +623,6 @@ static void test_pod_vendor_data(void **state)
 	free(big);
 }
 
-
 static void test_pod_vm_name_sources(void **state)
 {
 	(void)state;
@@ -666,12 +650,10 @@ static void test_pod_vm_name_sources(void **state)
 	json_object_put(review);
 }
 
-
 struct skipcase {
 	const char *fixture;
 	const char *why;
 };
-
 
 static void test_pod_skips(void **state)
 {
@@ -724,12 +706,10 @@ static void test_pod_skips(void **state)
 	}
 }
 
-
 struct denycase {
 	const char *key, *value; /* annotation set on pod-kv18 */
 	const char *names;       /* what the message must name */
 };
-
 
 static void test_pod_denials(void **state)
 {
@@ -868,7 +848,6 @@ static void test_pod_denials(void **state)
 	answer_free(&a);
 	json_object_put(review);
 }
-
 
 static void test_pod_interfaces_env(void **state)
 {

@@ -4,7 +4,8 @@
  * overwritten, the caps, what cannot be served warned about.  Moved from
  * test_wh_admission.c. */
 #include "wh_fixture.h"
-
+#include "vmnet.h"
+#include "wh_review.h"
 
 /* ---- the patch module ---------------------------------------------------- */
 
@@ -15,7 +16,6 @@ static struct json_object *jb_like_iface(const char *name)
 	set(o, "masquerade", json_object_new_object());
 	return o;
 }
-
 
 /* n entries "#<i>:masquerade:tap0" */
 static void got_index_names(const char *got, size_t n)
@@ -28,7 +28,6 @@ static void got_index_names(const char *got, size_t n)
 	assert_string_equal(got, want);
 }
 
-
 /* ---- imds.kubevirt.io/interfaces and the warnings (issue 24) --------- */
 
 static size_t nwarn(struct answer *a)
@@ -39,7 +38,6 @@ static size_t nwarn(struct answer *a)
 	return n;
 }
 
-
 static int warned(struct answer *a, const char *sub)
 {
 	struct json_object *w = at(a->resp, "response", "warnings", NULL);
@@ -48,7 +46,6 @@ static int warned(struct answer *a, const char *sub)
 			return 1;
 	return 0;
 }
-
 
 /* vmi-standalone with these interfaces and networks (JSON, NULL: none). */
 static struct json_object *vmi_with(const char *ifaces, const char *nets)
@@ -65,11 +62,9 @@ static struct json_object *vmi_with(const char *ifaces, const char *nets)
 	return review;
 }
 
-
 #define POD_NET "{\"name\":\"default\",\"pod\":{}}"
 
 #define MASQ "{\"name\":\"default\",\"masquerade\":{}}"
-
 
 static void test_vmi_interfaces(void **state)
 {
@@ -164,7 +159,6 @@ static void test_vmi_interfaces(void **state)
 	answer_free(&a);
 	json_object_put(review);
 }
-
 
 static void test_vmi_interfaces_overwrite_and_caps(void **state)
 {
@@ -261,7 +255,6 @@ static void test_vmi_interfaces_overwrite_and_caps(void **state)
 	json_object_put(nets);
 }
 
-
 static void test_vm_warnings(void **state)
 {
 	(void)state;
@@ -337,12 +330,104 @@ static void test_vm_warnings(void **state)
 	json_object_put(review);
 }
 
+/* ---- vmnet_admit on a spec directly ------------------------------------- */
+
+static void direct(const struct admission_config *cfg, const char *spec, int vmi, const char *patch,
+		   size_t warnings, const char *says)
+{
+	char *text = NULL;
+	assert_true(asprintf(&text, "{\"spec\":%s,\"anns\":{\"imds.kubevirt.io/enabled\":\"true\"}}", spec) > 0);
+	struct rvfx f;
+	rvfx_open(&f, cfg, text);
+	vmnet_admit(&f.a, rvfx_at(&f, "spec", NULL), "request.object.spec", vmi ? rvfx_at(&f, "anns", NULL) : JV_NONE,
+		    vmi);
+	rvfx_ok(&f);
+	if (strcmp(rvfx_patch(&f), patch) != 0)
+		fail_msg("%s: patch %s, want %s", spec, rvfx_patch(&f), patch);
+	if (f.a.nwarn != warnings)
+		fail_msg("%s: %zu warnings, want %zu", spec, f.a.nwarn, warnings);
+	if (says && (!f.a.nwarn || !strstr(f.a.warn[0], says)))
+		fail_msg("%s: warning '%s' does not say '%s'", spec, f.a.nwarn ? f.a.warn[0] : "", says);
+	rvfx_close(&f);
+	free(text);
+}
+
+#define ANN_OP(v) "[{\"op\":\"add\",\"path\":\"/metadata/annotations/imds.kubevirt.io~1interfaces\",\"value\":\"" v "\"}]"
+
+/* A VM's template (vmi 0) is warned about, never annotated; a VMI gets
+ * the annotation; --binding-plugin teaches a plugin's kind (the last flag
+ * of a name wins) and silences its warning; autoattachPodInterface: false
+ * with no interface is a VM with none. */
+static void test_vmnet_direct(void **state)
+{
+	(void)state;
+	const char *sriov = "{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":\"f\",\"sriov\":{}}]}},"
+			    "\"networks\":[{\"name\":\"f\",\"multus\":{\"networkName\":\"s\"}}]}";
+	direct(NULL, sriov, 0, "[]", 1, "interface \"f\" (sriov)");
+	direct(NULL, sriov, 1, ANN_OP("f:sriov"), 1, "interface \"f\" (sriov)");
+	direct(NULL, "{}", 1, "[]", 0, NULL);
+	direct(NULL, "{\"domain\":{\"devices\":{\"autoattachPodInterface\":false}}}", 1, ANN_OP(""), 1,
+	       "the VM has no network interface");
+	direct(NULL, "{\"domain\":{\"devices\":{\"autoattachPodInterface\":true}}}", 1, "[]", 0, NULL);
+
+	const char *plug = "{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":\"p\",\"binding\":{\"name\":\"ovs\"}}]}},"
+			   "\"networks\":[{\"name\":\"p\",\"pod\":{}}]}";
+	direct(NULL, plug, 1, ANN_OP("p:unknown"), 2, "--binding-plugin ovs=KIND");
+	struct ifc_plugin plugins[2] = {{"ovs", IFACES_TAP}, {"ovs", IFACES_BRIDGE}};
+	struct admission_config cfg = {.plugins = plugins, .nplugins = 2};
+	direct(&cfg, plug, 1, ANN_OP("p:bridge:tap0"), 0, NULL);
+	cfg.nplugins = 1;
+	direct(&cfg, plug, 1, ANN_OP("p:tap"), 1, "interface \"p\" (tap)");
+}
+
+/* Wrong JSON types: a malformed review naming the path under where. */
+static void test_vmnet_malformed(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *spec, *msg;
+	} bad[] = {
+		{"{\"domain\":[]}", "request.object.spec.domain: must be an object"},
+		{"{\"domain\":{\"devices\":\"x\"}}", "request.object.spec.domain.devices: must be an object"},
+		{"{\"domain\":{\"devices\":{\"interfaces\":{}}}}", "request.object.spec.domain.devices.interfaces: must be an array"},
+		{"{\"networks\":{}}", "request.object.spec.networks: must be an array"},
+		{"{\"domain\":{\"devices\":{\"autoattachPodInterface\":\"no\"}}}",
+		 "request.object.spec.domain.devices.autoattachPodInterface: must be a boolean"},
+		{"{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":\"a\",\"masquerade\":{}},\"b\"]}}}",
+		 "request.object.spec.domain.devices.interfaces[1]: must be an object"},
+		{"{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":\"a\",\"masquerade\":{}}]}},\"networks\":[7]}",
+		 "request.object.spec.networks: every element must be an object"},
+		{"{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":1,\"masquerade\":{}}]}}}", "interfaces[].name: must be a string"},
+		{"{\"domain\":{\"devices\":{\"interfaces\":[{\"name\":\"a\",\"binding\":\"x\"}]}}}",
+		 "interfaces[].binding: must be an object"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *text = NULL;
+		assert_true(asprintf(&text, "{\"spec\":%s,\"anns\":{}}", bad[i].spec) > 0);
+		struct rvfx f;
+		rvfx_open(&f, NULL, text);
+		vmnet_admit(&f.a, rvfx_at(&f, "spec", NULL), "request.object.spec", rvfx_at(&f, "anns", NULL), 1);
+		rvfx_failed(&f, RV_BAD, bad[i].msg);
+		assert_int_equal(patch_count(f.a.patch), 0);
+		rvfx_close(&f);
+		free(text);
+	}
+	/* The user's annotation not a string: named too. */
+	struct rvfx f;
+	rvfx_open(&f, NULL, "{\"spec\":{},\"anns\":{\"imds.kubevirt.io/interfaces\":[]}}");
+	vmnet_admit(&f.a, rvfx_at(&f, "spec", NULL), "request.object.spec", rvfx_at(&f, "anns", NULL), 1);
+	rvfx_failed(&f, RV_BAD, "request.object.metadata.annotations.imds.kubevirt.io/interfaces: must be a string");
+	rvfx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vmi_interfaces),
 		cmocka_unit_test(test_vmi_interfaces_overwrite_and_caps),
 		cmocka_unit_test(test_vm_warnings),
+		cmocka_unit_test(test_vmnet_direct),
+		cmocka_unit_test(test_vmnet_malformed),
 	};
 	int failed = cmocka_run_group_tests_name("webhook vmnet", tests, NULL, NULL);
 	admission_cleanup(&adm);

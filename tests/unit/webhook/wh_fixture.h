@@ -31,7 +31,6 @@
 
 #define IMAGE "registry.example/imds-server:v1"
 
-
 /* One for the whole run, reused review after review as the webhook does. */
 __attribute__((unused)) static struct admission adm = ADMISSION_INIT;
 
@@ -43,7 +42,6 @@ __attribute__((unused)) static const struct admission_config PLAIN = {.imds_imag
 __attribute__((unused)) static const struct admission_config AGENT_NATIVE = {.imds_image = IMAGE, .native_sidecar = 1, .agent_network = 1};
 
 __attribute__((unused)) static const struct admission_config AGENT_PLAIN = {.imds_image = IMAGE, .native_sidecar = 0, .agent_network = 1};
-
 
 /* ---- fixtures and JSON helpers ----------------------------------------- */
 
@@ -68,7 +66,6 @@ static inline char *read_all(const char *path, size_t *len)
 	return buf;
 }
 
-
 static inline char *fixture_text(const char *name, size_t *len)
 {
 	const char *dir = getenv("IMDS_FIXTURES") ? getenv("IMDS_FIXTURES") : "tests/fixtures/webhook";
@@ -81,7 +78,6 @@ static inline char *fixture_text(const char *name, size_t *len)
 	return s;
 }
 
-
 static inline struct json_object *fixture(const char *name)
 {
 	size_t n;
@@ -91,7 +87,6 @@ static inline struct json_object *fixture(const char *name)
 	assert_non_null(o);
 	return o;
 }
-
 
 /* o[k1][k2]...; a key of digits indexes an array. */
 static inline struct json_object *at(struct json_object *o, ...)
@@ -110,7 +105,6 @@ static inline struct json_object *at(struct json_object *o, ...)
 	return o;
 }
 
-
 static inline struct json_object *dup(struct json_object *o)
 {
 	struct json_object *c = NULL;
@@ -119,19 +113,16 @@ static inline struct json_object *dup(struct json_object *o)
 	return c;
 }
 
-
 static inline const char *sat(struct json_object *o)
 {
 	return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
 }
-
 
 static inline void set(struct json_object *parent, const char *key, struct json_object *v)
 {
 	assert_non_null(parent);
 	json_object_object_add(parent, key, v); /* takes v */
 }
-
 
 static inline void set_ann(struct json_object *review, const char *key, const char *value)
 {
@@ -147,7 +138,6 @@ static inline void set_ann(struct json_object *review, const char *key, const ch
 		json_object_object_del(anns, key);
 }
 
-
 /* ---- running the webhook ----------------------------------------------- */
 
 struct answer {
@@ -156,7 +146,6 @@ struct answer {
 	struct json_object *patch; /* decoded JSON Patch, or NULL */
 	struct json_object *object; /* request.object with the patch applied */
 };
-
 
 static inline int b64val(char c)
 {
@@ -168,7 +157,6 @@ static inline int b64val(char c)
 		return c - '0' + 52;
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
-
 
 /* Strict standard base64 with padding. */
 static inline char *b64decode(const char *s, size_t *outlen)
@@ -196,7 +184,6 @@ static inline char *b64decode(const char *s, size_t *outlen)
 	*outlen = o;
 	return out;
 }
-
 
 /* RFC 6902 add and replace, enough for our patches: the parent must
  * exist (so a patch that forgets to create /spec/volumes fails here). */
@@ -267,7 +254,6 @@ static inline int apply_op(struct json_object *doc, struct json_object *op)
 	}
 }
 
-
 /* The body by its length (it is NUL-terminated too, but that is not the contract). */
 static inline struct json_object *parse_body(const struct admission_result *res)
 {
@@ -279,7 +265,6 @@ static inline struct json_object *parse_body(const struct admission_result *res)
 	assert_non_null(o);
 	return o;
 }
-
 
 static inline void run(const struct admission_config *cfg, const char *body, size_t len, struct json_object *review,
 		struct answer *a)
@@ -324,7 +309,6 @@ static inline void run(const struct admission_config *cfg, const char *body, siz
 	}
 }
 
-
 static inline void answer_free(struct answer *a)
 {
 	admission_result_free(&a->res);
@@ -333,14 +317,12 @@ static inline void answer_free(struct answer *a)
 	json_object_put(a->object);
 }
 
-
 static inline void run_review(const struct admission_config *cfg, struct json_object *review, struct answer *a)
 {
 	size_t n;
 	const char *s = json_object_to_json_string_length(review, JSON_C_TO_STRING_PLAIN, &n);
 	run(cfg, s, n, review, a);
 }
-
 
 /* The patched object through the webhook again: allowed, no patch. */
 static inline void assert_second_pass_clean(const struct admission_config *cfg, struct json_object *review,
@@ -358,7 +340,6 @@ static inline void assert_second_pass_clean(const struct admission_config *cfg, 
 	answer_free(&b);
 	json_object_put(again);
 }
-
 
 /* The sidecar in the patched pod, and where it is. */
 static inline struct json_object *sidecar_of(struct json_object *pod, const char **list, size_t *idx)
@@ -384,7 +365,6 @@ static inline struct json_object *sidecar_of(struct json_object *pod, const char
 	return found;
 }
 
-
 static inline struct json_object *env_of(struct json_object *c, const char *name)
 {
 	struct json_object *env = at(c, "env", NULL);
@@ -399,12 +379,10 @@ static inline struct json_object *env_of(struct json_object *c, const char *name
 	return found;
 }
 
-
 static inline const char *env_value(struct json_object *c, const char *name)
 {
 	return sat(at(env_of(c, name), "value", NULL));
 }
-
 
 static inline struct json_object *volume_of(struct json_object *pod, const char *name)
 {
@@ -416,7 +394,6 @@ static inline struct json_object *volume_of(struct json_object *pod, const char 
 		}
 	return found;
 }
-
 
 static inline const char *mount_path(struct json_object *c, const char *vol)
 {
@@ -433,12 +410,10 @@ static inline const char *mount_path(struct json_object *c, const char *vol)
 	return NULL;
 }
 
-
 static inline int json_eq(struct json_object *a, struct json_object *b)
 {
 	return json_object_equal(a, b);
 }
-
 
 static inline int has_op_path(struct json_object *patch, const char *op, const char *path)
 {
