@@ -4,7 +4,8 @@
  * parents, UPDATE reads object, a VMI's UPDATE never patched, the skips,
  * wrong types malformed.  Moved from test_wh_admission.c. */
 #include "wh_fixture.h"
-
+#include "serial.h"
+#include "wh_review.h"
 
 /* ---- VirtualMachines and VirtualMachineInstances ------------------------ */
 
@@ -14,7 +15,6 @@ static const char *vm_serial(struct json_object *o, int vm)
 		  : sat(at(o, "spec", "domain", "firmware", "serial", NULL));
 }
 
-
 struct serialcase {
 	const char *fixture;
 	int vm;
@@ -23,7 +23,6 @@ struct serialcase {
 	const char *op;   /* the one operation's op and path */
 	const char *path;
 };
-
 
 static void test_serial(void **state)
 {
@@ -99,7 +98,6 @@ static void test_serial(void **state)
 		json_object_put(review);
 	}
 }
-
 
 static void test_serial_variants(void **state)
 {
@@ -192,11 +190,114 @@ static void test_serial_variants(void **state)
 	json_object_put(review);
 }
 
+/* ---- serial_admit on a request directly -------------------------------- */
+
+/* A VM request (operation CREATE): its template's annotations and
+ * domain members as given. */
+static void vm_direct(const char *op, const char *tanns, const char *domain, const char *want_patch,
+		      const char *want_reason, int err, const char *msg)
+{
+	char *text = NULL;
+	assert_true(asprintf(&text,
+			     "{\"operation\":\"%s\",\"object\":{\"metadata\":{\"name\":\"vm1\"},\"spec\":{\"template\":"
+			     "{\"metadata\":{\"annotations\":{%s}},\"spec\":{\"domain\":{%s}}}}}}",
+			     op, tanns, domain) > 0);
+	struct rvfx f;
+	rvfx_open(&f, NULL, text);
+	serial_admit(&f.a, 0, (struct str){op, strlen(op)}, 1);
+	if (err) {
+		rvfx_failed(&f, err, msg);
+	} else {
+		rvfx_ok(&f);
+		if (strcmp(rvfx_patch(&f), want_patch) != 0)
+			fail_msg("%s: %s, want %s", domain, rvfx_patch(&f), want_patch);
+		if (!strstr(f.res.reason, want_reason))
+			fail_msg("%s: reason '%s', want '%s'", domain, f.res.reason, want_reason);
+	}
+	rvfx_close(&f);
+	free(text);
+}
+
+#define IN "\"imds.kubevirt.io/enabled\":\"true\""
+#define FW "/spec/template/spec/domain/firmware"
+
+static void test_serial_direct(void **state)
+{
+	(void)state;
+	vm_direct("CREATE", IN, "\"firmware\":{\"serial\":\"ABC\"}",
+		  "[{\"op\":\"replace\",\"path\":\"" FW "/serial\",\"value\":\"ABC " DISC_SERIAL "\"}]",
+		  "ds=nocloud appended to the serial", 0, NULL);
+	vm_direct("UPDATE", IN, "\"firmware\":{\"serial\":\"\"}",
+		  "[{\"op\":\"replace\",\"path\":\"" FW "/serial\",\"value\":\"" DISC_SERIAL "\"}]",
+		  "serial set (was empty)", 0, NULL);
+	vm_direct("CREATE", IN, "\"firmware\":{}", "[{\"op\":\"add\",\"path\":\"" FW "/serial\",\"value\":\"" DISC_SERIAL "\"}]",
+		  "serial set", 0, NULL);
+	vm_direct("CREATE", IN, "\"cpu\":{}",
+		  "[{\"op\":\"add\",\"path\":\"" FW "\",\"value\":{\"serial\":\"" DISC_SERIAL "\"}}]",
+		  "serial set (created firmware)", 0, NULL);
+	vm_direct("CREATE", IN, "\"firmware\":{\"serial\":\"x ds=nocloud;s=http://10.0.0.1/\"}", "[]",
+		  "serial already has ds=nocloud", 0, NULL);
+	vm_direct("CREATE", IN, "\"firmware\":{\"serial\":\"ds=nocloud-net;s=http://10.0.0.1/\"}", "[]",
+		  "serial already has ds=nocloud", 0, NULL);
+	/* The serial follows ip-family and serial-form. */
+	vm_direct("CREATE", IN ",\"imds.kubevirt.io/ip-family\":\"IPv6\",\"imds.kubevirt.io/serial-form\":\"nocloud-net\"",
+		  "\"firmware\":{}",
+		  "[{\"op\":\"add\",\"path\":\"" FW "/serial\",\"value\":\"" DISC_SERIAL6_NET "\"}]", "serial set", 0, NULL);
+	/* Not opted in ("True" is not "true"), or an operation never patched. */
+	vm_direct("CREATE", "\"imds.kubevirt.io/enabled\":\"True\"", "\"firmware\":{}", "[]", "not opted in", 0, NULL);
+	vm_direct("DELETE", IN, "\"firmware\":{}", "[]", "DELETE is never patched", 0, NULL);
+	vm_direct("CONNECT", IN, "\"firmware\":{}", "[]", "CONNECT is never patched", 0, NULL);
+	/* The annotations are checked before anything is patched. */
+	vm_direct("CREATE", IN ",\"imds.kubevirt.io/serial-form\":\"talos\"", "\"firmware\":{}", NULL, NULL, RV_DENY,
+		  "imds.kubevirt.io/serial-form: want nocloud or nocloud-net, got 'talos'");
+	/* Wrong types are malformed, named. */
+	vm_direct("CREATE", IN, "\"firmware\":{\"serial\":7}", NULL, NULL, RV_BAD,
+		  "request.object.spec.template.spec.domain.firmware.serial: must be a string");
+	vm_direct("CREATE", IN, "\"firmware\":\"uefi\"", NULL, NULL, RV_BAD,
+		  "request.object.spec.template.spec.domain.firmware: must be an object");
+}
+
+/* A VMI: UPDATE never patched, a subresource never patched, a request
+ * without its object malformed. */
+static void test_serial_direct_vmi(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *req, *op, *reason;
+		int err;
+		const char *msg;
+	} cases[] = {
+		{"{\"object\":{\"metadata\":{\"annotations\":{" IN "}},\"spec\":{}}}", "UPDATE", "UPDATE of a VMI is never patched",
+		 0, NULL},
+		{"{\"subResource\":\"status\",\"object\":{}}", "CREATE", "subresource 'status' is never patched", 0, NULL},
+		{"{}", "CREATE", NULL, RV_BAD, "request.object: missing"},
+		{"{\"object\":[]}", "CREATE", NULL, RV_BAD, "request.object: must be an object"},
+		{"{\"object\":{\"metadata\":{\"annotations\":[]}}}", "CREATE", NULL, RV_BAD,
+		 "request.object.metadata.annotations: must be an object"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rvfx f;
+		rvfx_open(&f, NULL, cases[i].req);
+		serial_admit(&f.a, 0, (struct str){cases[i].op, strlen(cases[i].op)}, 0);
+		if (cases[i].err) {
+			rvfx_failed(&f, cases[i].err, cases[i].msg);
+		} else {
+			rvfx_ok(&f);
+			if (!strstr(f.res.reason, cases[i].reason))
+				fail_msg("case %zu: reason '%s'", i, f.res.reason);
+		}
+		assert_int_equal(patch_count(f.a.patch), 0);
+		rvfx_close(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serial),
 		cmocka_unit_test(test_serial_variants),
+		cmocka_unit_test(test_serial_direct),
+		cmocka_unit_test(test_serial_direct_vmi),
 	};
 	int failed = cmocka_run_group_tests_name("webhook serial", tests, NULL, NULL);
 	admission_cleanup(&adm);
