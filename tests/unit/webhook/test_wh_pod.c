@@ -6,6 +6,8 @@
  * its annotation, IMDS_INTERFACES; each patch applied and read back, a
  * second pass clean.  Moved from test_wh_admission.c. */
 #include "wh_fixture.h"
+#include "pod.h"
+#include "wh_review.h"
 
 /* ---- pods -------------------------------------------------------------- */
 
@@ -881,6 +883,68 @@ static void test_pod_interfaces_env(void **state)
 	json_object_put(review);
 }
 
+/* ---- pod_admit on a request directly ------------------------------------ */
+
+#define LAUNCHER "\"labels\":{\"kubevirt.io\":\"virt-launcher\"}"
+#define OPTED "\"annotations\":{\"imds.kubevirt.io/enabled\":\"true\"}"
+
+/* What is skipped (the reason says why, nothing is patched) and what is
+ * malformed or denied before any patch (the message names the member),
+ * in the order pod_admit decides. */
+static void test_pod_direct_gates(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *op, *req, *reason;
+		int err;
+		const char *msg;
+	} cases[] = {
+		{"UPDATE", "{}", "UPDATE is never patched", 0, NULL},
+		{"DELETE", "{}", "DELETE is never patched", 0, NULL},
+		{"CREATE", "{\"object\":{\"metadata\":{" OPTED "}}}", "not a virt-launcher pod", 0, NULL},
+		{"CREATE", "{\"object\":{\"metadata\":{\"labels\":{\"kubevirt.io\":\"virt-handler\"}," OPTED "}}}",
+		 "not a virt-launcher pod", 0, NULL},
+		{"CREATE", "{\"object\":{\"metadata\":{" LAUNCHER "}}}", "not opted in", 0, NULL},
+		{"CREATE",
+		 "{\"object\":{\"metadata\":{" LAUNCHER ",\"annotations\":{\"imds.kubevirt.io/enabled\":\"true\","
+		 "\"imds.kubevirt.io/injected\":\"true\"}}}}",
+		 "already injected", 0, NULL},
+		{"CREATE",
+		 "{\"object\":{\"metadata\":{" LAUNCHER "," OPTED "},\"spec\":{\"containers\":[{\"name\":\"compute\"}],"
+		 "\"initContainers\":[{\"name\":\"imds-server\"}]}}}",
+		 "already has an imds-server container", 0, NULL},
+		{"CREATE", "{}", NULL, RV_BAD, "request.object: missing"},
+		{"CREATE", "{\"object\":{\"metadata\":{\"labels\":[]}}}", NULL, RV_BAD,
+		 "request.object.metadata.labels: must be an object"},
+		{"CREATE", "{\"object\":{\"metadata\":{\"labels\":{\"kubevirt.io\":1}}}}", NULL, RV_BAD,
+		 "request.object.metadata.labels.kubevirt.io: must be a string"},
+		{"CREATE", "{\"object\":{\"metadata\":{" LAUNCHER "," OPTED "}}}", NULL, RV_BAD, "request.object.spec: missing"},
+		{"CREATE", "{\"object\":{\"metadata\":{" LAUNCHER "," OPTED "},\"spec\":{}}}", NULL, RV_BAD,
+		 "request.object.spec.containers: missing"},
+		{"CREATE", "{\"object\":{\"metadata\":{" LAUNCHER "," OPTED "},\"spec\":{\"containers\":{}}}}", NULL, RV_BAD,
+		 "request.object.spec.containers: must be an array"},
+		{"CREATE",
+		 "{\"object\":{\"metadata\":{" LAUNCHER "," OPTED "},\"spec\":{\"containers\":[{\"name\":\"compute\"}],"
+		 "\"volumes\":[{\"name\":\"imds-token\"}]}}}",
+		 NULL, RV_DENY, "the pod already has a volume named imds-token, which imds-server needs"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rvfx f;
+		rvfx_open(&f, &NATIVE, cases[i].req);
+		pod_admit(&f.a, 0, (struct str){cases[i].op, strlen(cases[i].op)});
+		if (cases[i].err) {
+			rvfx_failed(&f, cases[i].err, cases[i].msg);
+		} else {
+			rvfx_ok(&f);
+			if (!strstr(f.res.reason, cases[i].reason))
+				fail_msg("case %zu: reason '%s', want '%s'", i, f.res.reason, cases[i].reason);
+		}
+		if (patch_count(f.a.patch))
+			fail_msg("case %zu: patched %s", i, rvfx_patch(&f));
+		rvfx_close(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -899,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_pod_skips),
 		cmocka_unit_test(test_pod_denials),
 		cmocka_unit_test(test_pod_interfaces_env),
+		cmocka_unit_test(test_pod_direct_gates),
 	};
 	int failed = cmocka_run_group_tests_name("webhook pod", tests, NULL, NULL);
 	admission_cleanup(&adm);
