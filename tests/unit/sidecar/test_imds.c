@@ -1,8 +1,8 @@
-/* imds: the query and audience helpers as byte tables, then the handler
- * itself (docs/sidecar.md): routes, methods and headers, the token and
- * identity, sessions, ETags and waiting for a change, driven with
- * hand-built requests against files in a temporary directory (handler.h).
- * Each layout's own answers: test_nocloud.c, test_openstack.c, test_ec2.c. */
+/* imds: the handler itself (docs/sidecar.md): routes, methods and
+ * headers, the token and identity, sessions and waiting for a change,
+ * driven with hand-built requests against files in a temporary directory
+ * (handler.h).  The answer helpers and ETags: test_call.c; each layout's
+ * own answers: test_nocloud.c, test_openstack.c, test_ec2.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -483,124 +483,7 @@ static void test_identity(void **state)
 	resp_free(&r);
 }
 
-static void test_if_none_match_table(void **state)
-{
-	(void)state;
-	const uint64_t tag = 0x0123456789abcdefu;
-	static const struct {
-		const char *v;
-		int match;
-	} cases[] = {
-		{"\"0123456789abcdef\"", 1},
-		{"W/\"0123456789abcdef\"", 1},
-		{"*", 1},
-		{"\"x\", \"0123456789abcdef\"", 1},
-		{"  \"0123456789abcdef\"  ", 1},
-		{"\"x\",,\"0123456789abcdef\"", 1},
-		{"\"0123456789ABCDEF\"", 0}, /* tags compare exactly */
-		{"0123456789abcdef", 0},     /* not quoted: not an entity-tag */
-		{"\"0123456789abcde\"", 0},
-		{"\"0123456789abcdef0\"", 0},
-		{"\"0123456789abcdef", 0},
-		{"w/\"0123456789abcdef\"", 0},
-		{"", 0},
-		{",", 0},
-		{"W/", 0},
-		{"bogus, \"0123456789abcdef\"", 0}, /* the field is ignored after junk */
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct http_request rq;
-		memset(&rq, 0, sizeof(rq));
-		rq.hname[0] = (struct http_span){"If-None-Match", 13};
-		rq.hvalue[0] = (struct http_span){cases[i].v, strlen(cases[i].v)};
-		rq.nheaders = 1;
-		if (call_inm_match(&rq, tag) != cases[i].match)
-			fail_msg("'%s': %d, want %d", cases[i].v, !cases[i].match, cases[i].match);
-	}
-	/* Several fields: any one may match; other headers are not looked at. */
-	struct http_request rq;
-	memset(&rq, 0, sizeof(rq));
-	rq.hname[0] = (struct http_span){"if-none-match", 13};
-	rq.hvalue[0] = (struct http_span){"\"aaaa\"", 6};
-	rq.hname[1] = (struct http_span){"IF-NONE-MATCH", 13};
-	rq.hvalue[1] = (struct http_span){"\"0123456789abcdef\"", 18};
-	rq.hname[2] = (struct http_span){"If-Match", 8};
-	rq.hvalue[2] = (struct http_span){"*", 1};
-	rq.nheaders = 3;
-	assert_int_equal(call_inm_match(&rq, tag), 1);
-	rq.nheaders = 1;
-	assert_int_equal(call_inm_match(&rq, tag), 0);
-	rq.hname[0] = (struct http_span){"If-Match", 8};
-	rq.hvalue[0] = (struct http_span){"*", 1};
-	assert_int_equal(call_inm_match(&rq, tag), 0);
-}
 
-static void test_etags(void **state)
-{
-	struct fx *f = *state;
-	char ud[512];
-	snprintf(ud, sizeof(ud), "%s", in_dir(f, "user-data"));
-	put_str(ud, "#cloud-config\nhostname: one\n");
-	put_str(f->token, "aaa.bbb.ccc");
-	setenv("IMDS_USER_DATA_FILE", ud, 1);
-	struct imds_app *a = start(f);
-	static const struct {
-		const char *path;
-		int meta;
-	} paths[] = {
-		{"/v1/meta-data", 0},
-		{"/v1/user-data", 0},
-		{"/v1/vendor-data", 0},
-		{"/v1/network-config", 0},
-		{"/v1/identity", 1},
-		{"/v1/token", 1},
-		{"/openstack/latest/meta_data.json", 0},
-		{"/openstack/latest/user_data", 0},
-		{"/openstack/latest/vendor_data.json", 0},
-	};
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		struct resp r, r2, r3;
-		call(a, "GET", paths[i].path, 0, paths[i].meta ? META : NULL, &r);
-		EXPECT_STATUS(paths[i].path, &r, 200);
-		const char *t = etag_of(&r);
-		if (!t || strlen(t) != 18 || t[0] != '"' || t[17] != '"')
-			fail_msg("%s: ETag %s", paths[i].path, t ? t : "(none)");
-		char tag[19];
-		snprintf(tag, sizeof(tag), "%s", t);
-		/* the same bytes, the same tag */
-		call(a, "GET", paths[i].path, 0, paths[i].meta ? META : NULL, &r2);
-		assert_string_equal(etag_of(&r2), tag);
-		/* the tag back: 304, the tag, no body */
-		const char *h[] = {"If-None-Match", tag, "Metadata", "true", NULL};
-		call(a, "GET", paths[i].path, 0, h, &r3);
-		EXPECT_STATUS(paths[i].path, &r3, 304);
-		assert_string_equal(etag_of(&r3), tag);
-		assert_int_equal(r3.len, 0);
-		assert_null(r3.ctype);
-		resp_free(&r);
-		resp_free(&r2);
-		resp_free(&r3);
-	}
-	/* New bytes, a new tag: the old one gets the whole answer again. */
-	struct resp r;
-	call(a, "GET", "/v1/user-data", 0, NULL, &r);
-	char old[19];
-	snprintf(old, sizeof(old), "%s", etag_of(&r));
-	resp_free(&r);
-	put_str(ud, "#cloud-config\nhostname: two\n");
-	const char *h[] = {"If-None-Match", old, NULL};
-	call(a, "GET", "/v1/user-data", 0, h, &r);
-	EXPECT_STATUS("changed user-data", &r, 200);
-	EXPECT_BODY("changed user-data", &r, "#cloud-config\nhostname: two\n");
-	if (strcmp(etag_of(&r), old) == 0)
-		fail_msg("changed user-data kept its ETag %s", old);
-	resp_free(&r);
-	/* Errors carry no ETag. */
-	call(a, "GET", "/v1/token", 0, NULL, &r);
-	EXPECT_STATUS("token without header", &r, 400);
-	assert_null(etag_of(&r));
-	resp_free(&r);
-}
 
 static void test_sessions(void **state)
 {
@@ -852,8 +735,6 @@ int main(void)
 		T(test_token_audience),
 		T(test_token_audience_collisions),
 		T(test_identity),
-		cmocka_unit_test(test_if_none_match_table),
-		T(test_etags),
 		T(test_sessions),
 		T(test_wait_for_change),
 		T(test_merged_slashes),
