@@ -1,8 +1,9 @@
 /* imds: the handler itself (docs/sidecar.md): routes, methods and
- * headers, the token and identity, sessions and waiting for a change,
- * driven with hand-built requests against files in a temporary directory
- * (handler.h).  The answer helpers and ETags: test_call.c; each layout's
- * own answers: test_nocloud.c, test_openstack.c, test_ec2.c. */
+ * headers, the token and identity, driven with hand-built requests
+ * against files in a temporary directory (handler.h).  The answer helpers
+ * and ETags: test_call.c; sessions: test_session.c; waiting for a
+ * change: test_wait.c; each layout's own answers: test_nocloud.c,
+ * test_openstack.c, test_ec2.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -485,195 +486,7 @@ static void test_identity(void **state)
 
 
 
-static void test_sessions(void **state)
-{
-	struct fx *f = *state;
-	put_str(f->token, "aaa.bbb.ccc");
-	struct imds_app *a = start(f);
-	struct resp r;
-	const uint64_t S = 1000000;
-	char t1[64], t2[64];
-	open_session(a, 10 * S, "60", t1);
-	open_session(a, 10 * S, "21600", t2);
-	assert_string_not_equal(t1, t2);
 
-	/* Bad TTLs, proxies, other methods. */
-	static const char *const bad[] = {"0", "21601", "-1", "1.5", "", " 60", "60s", "99999999999"};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		const char *h[] = {"X-Metadata-Token-TTL-Seconds", bad[i], NULL};
-		call(a, "PUT", "/v1/session", 0, h, &r);
-		expect_error(bad[i], &r, 400, "bad_ttl");
-		resp_free(&r);
-	}
-	call(a, "PUT", "/v1/session", 0, NULL, &r);
-	expect_error("no TTL", &r, 400, "bad_ttl");
-	resp_free(&r);
-	const char *two[] = {"X-Metadata-Token-TTL-Seconds", "60", "X-Metadata-Token-TTL-Seconds", "61", NULL};
-	call(a, "PUT", "/v1/session", 0, two, &r);
-	expect_error("two TTLs", &r, 400, "bad_ttl");
-	resp_free(&r);
-	static const char *const proxies[] = {"X-Forwarded-For", "Forwarded"};
-	for (size_t i = 0; i < 2; i++) {
-		const char *h[] = {"X-Metadata-Token-TTL-Seconds", "60", proxies[i], "for=10.0.0.1", NULL};
-		call(a, "PUT", "/v1/session", 0, h, &r);
-		expect_error(proxies[i], &r, 403, "forbidden");
-		resp_free(&r);
-	}
-	call(a, "GET", "/v1/session", 0, NULL, &r);
-	expect_error("GET /v1/session", &r, 405, "method_not_allowed");
-	EXPECT_HEADER("GET /v1/session", &r, "Allow: PUT");
-	resp_free(&r);
-	const char *h60[] = {"X-Metadata-Token-TTL-Seconds", "60", NULL};
-	call(a, "PUT", "/v1/meta-data", 0, h60, &r);
-	expect_error("PUT elsewhere", &r, 405, "method_not_allowed");
-	resp_free(&r);
-
-	/* optional (the default): none needed, a valid one accepted, a bad one refused. */
-	call(a, "GET", "/v1/token", 20 * S, META, &r);
-	EXPECT_STATUS("token without a session", &r, 200);
-	resp_free(&r);
-	const char *with1[] = {"Metadata", "true", "X-Metadata-Token", t1, NULL};
-	call(a, "GET", "/v1/token", 20 * S, with1, &r);
-	EXPECT_STATUS("token with a session", &r, 200);
-	resp_free(&r);
-	char forged[64];
-	snprintf(forged, sizeof(forged), "%s", t1);
-	forged[0] = forged[0] == 'A' ? 'B' : 'A';
-	static const char *const wrong[] = {"x", "", NULL};
-	const char *wf[] = {"X-Metadata-Token", forged, NULL};
-	call(a, "GET", "/v1/meta-data", 20 * S, wf, &r);
-	expect_error("a forged token", &r, 401, "invalid_token");
-	resp_free(&r);
-	for (size_t i = 0; wrong[i]; i++) {
-		const char *w[] = {"X-Metadata-Token", wrong[i], NULL};
-		call(a, "GET", "/v1/user-data", 20 * S, w, &r);
-		expect_error(wrong[i], &r, 401, "invalid_token");
-		resp_free(&r);
-	}
-	/* Expired: t1 lived 60 s from 10 s. */
-	call(a, "GET", "/v1/token", 70 * S, with1, &r);
-	expect_error("expired token", &r, 401, "invalid_token");
-	resp_free(&r);
-	const char *with2[] = {"Metadata", "true", "X-Metadata-Token", t2, NULL};
-	call(a, "GET", "/v1/token", 70 * S, with2, &r);
-	EXPECT_STATUS("t2 still valid", &r, 200);
-	resp_free(&r);
-
-	/* required: token and identity need one; cloud-init's paths stay open. */
-	setenv("IMDS_SESSION", "required", 1);
-	a = start(f);
-	call(a, "GET", "/v1/token", 0, META, &r);
-	expect_error("required: token without", &r, 401, "session_required");
-	resp_free(&r);
-	call(a, "GET", "/v1/identity", 0, META, &r);
-	expect_error("required: identity without", &r, 401, "session_required");
-	resp_free(&r);
-	static const char *const open_paths[] = {"/v1/meta-data", "/v1/user-data", "/v1/vendor-data",
-						 "/v1/network-config", "/openstack/latest/meta_data.json"};
-	for (size_t i = 0; i < sizeof(open_paths) / sizeof(open_paths[0]); i++) {
-		call(a, "GET", open_paths[i], 0, NULL, &r);
-		EXPECT_STATUS(open_paths[i], &r, 200);
-		resp_free(&r);
-	}
-	char t3[64];
-	open_session(a, S, "5", t3);
-	const char *with3[] = {"Metadata", "true", "X-Metadata-Token", t3, NULL};
-	call(a, "GET", "/v1/identity", 2 * S, with3, &r);
-	EXPECT_STATUS("required: identity with", &r, 200);
-	resp_free(&r);
-
-	/* The table is bounded: the oldest of SESSION_MAX + 1 is evicted. */
-	char first[64], tok[64];
-	open_session(a, 10 * S, "600", first);
-	for (unsigned i = 1; i <= SESSION_MAX; i++)
-		open_session(a, 10 * S + i, "600", tok);
-	const char *wfirst[] = {"Metadata", "true", "X-Metadata-Token", first, NULL};
-	call(a, "GET", "/v1/token", 11 * S, wfirst, &r);
-	expect_error("evicted", &r, 401, "invalid_token");
-	resp_free(&r);
-	const char *wlast[] = {"Metadata", "true", "X-Metadata-Token", tok, NULL};
-	call(a, "GET", "/v1/token", 11 * S, wlast, &r);
-	EXPECT_STATUS("the newest", &r, 200);
-	resp_free(&r);
-
-	setenv("IMDS_SESSION", "sometimes", 1);
-	char err[256];
-	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "IMDS_SESSION"));
-}
-
-/* ---- wait for change (issue 12) ------------------------------------------------------------ */
-
-static void test_wait_for_change(void **state)
-{
-	struct fx *f = *state;
-	char ud[512];
-	snprintf(ud, sizeof(ud), "%s", in_dir(f, "user-data"));
-	put_str(ud, "one\n");
-	setenv("IMDS_USER_DATA_FILE", ud, 1);
-	struct imds_app *a = start(f);
-	struct resp r;
-	call(a, "GET", "/v1/user-data", 0, NULL, &r);
-	char tag[17];
-	snprintf(tag, sizeof(tag), "%.16s", etag_of(&r) + 1);
-	resp_free(&r);
-	char q[256];
-	/* Same tag: wait, for timeout_sec (default 60). */
-	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=7", tag);
-	call(a, "GET", q, 0, NULL, &r);
-	assert_int_equal(r.park, 1);
-	assert_int_equal(r.park_ms, 7000);
-	resp_free(&r);
-	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%%22%s%%22", tag);
-	call(a, "GET", q, 0, NULL, &r);
-	assert_int_equal(r.park, 1);
-	assert_int_equal(r.park_ms, 60000);
-	resp_free(&r);
-	/* Another tag, or wait_for_change=false: the answer at once. */
-	call(a, "GET", "/v1/user-data?wait_for_change=true&last_etag=0000000000000000", 0, NULL, &r);
-	EXPECT_STATUS("other tag", &r, 200);
-	assert_int_equal(r.park, 0);
-	EXPECT_BODY("other tag", &r, "one\n");
-	resp_free(&r);
-	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=false&last_etag=%s", tag);
-	call(a, "GET", q, 0, NULL, &r);
-	assert_int_equal(r.park, 0);
-	resp_free(&r);
-	/* The data changed meanwhile: answered. */
-	put_str(ud, "two\n");
-	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s", tag);
-	call(a, "GET", q, 0, NULL, &r);
-	assert_int_equal(r.park, 0);
-	EXPECT_BODY("changed", &r, "two\n");
-	resp_free(&r);
-	/* Bad parameters: 400, naming them. */
-	static const struct {
-		const char *q, *code;
-	} bad[] = {
-		{"wait_for_change=yes", "bad_wait_for_change"},
-		{"wait_for_change=%zz", "bad_wait_for_change"},
-		{"wait_for_change=true&last_etag=123", "bad_last_etag"},
-		{"wait_for_change=true&last_etag=0123456789ABCDEF", "bad_last_etag"},
-		{"wait_for_change=true&last_etag=0123456789abcdeg", "bad_last_etag"},
-		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=0", "bad_timeout"},
-		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=3601", "bad_timeout"},
-		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=1.5", "bad_timeout"},
-		{"wait_for_change=true&last_etag=0123456789abcdef&timeout_sec=", "bad_timeout"},
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(q, sizeof(q), "/v1/user-data?%s", bad[i].q);
-		call(a, "GET", q, 0, NULL, &r);
-		expect_error(bad[i].q, &r, 400, bad[i].code);
-		assert_int_equal(r.park, 0);
-		resp_free(&r);
-	}
-	snprintf(q, sizeof(q), "/v1/user-data?wait_for_change=true&last_etag=%s&timeout_sec=3600", tag);
-	put_str(ud, "one\n");
-	call(a, "GET", q, 0, NULL, &r);
-	assert_int_equal(r.park, 1);
-	assert_int_equal(r.park_ms, 3600000);
-	resp_free(&r);
-}
 
 static void test_merged_slashes(void **state)
 {
@@ -735,8 +548,6 @@ int main(void)
 		T(test_token_audience),
 		T(test_token_audience_collisions),
 		T(test_identity),
-		T(test_sessions),
-		T(test_wait_for_change),
 		T(test_merged_slashes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
