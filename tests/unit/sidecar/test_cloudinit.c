@@ -2,8 +2,8 @@
  * IMDS_CLOUD_INIT read, KubeVirt's identity (pkg/cloud-init/cloud-init.go:
  * 113-158, 411-419; pkg/util/net/dns/sanitize.go:33-44) and the override,
  * the precedence of the annotations' files over the volume, a Secret key
- * that is missing then appears, the accessCredentials' keys verbatim and
- * re-read through kubelet's ..data swap, and bad settings refused. */
+ * that is missing then appears, and bad settings refused.  The
+ * accessCredentials' keys: test_cikeys.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cikeys.h"
 #include "instance.h"
 #include "sbuf.h"
 #include "fixture.h"
@@ -27,26 +26,12 @@ static char root[256];
 
 static void put(const char *rel, const char *data)
 {
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	FILE *f = fopen(p, "wb");
-	assert_non_null(f);
-	fwrite(data, 1, strlen(data), f);
-	fclose(f);
+	fx_put_at(root, rel, data);
 }
 
 static void mk(const char *rel)
 {
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	assert_int_equal(mkdir(p, 0755), 0);
-}
-
-static void ln(const char *target, const char *rel)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	assert_int_equal(symlink(target, p), 0);
+	fx_mkdir_at(root, rel);
 }
 
 static int setup(void **state)
@@ -184,51 +169,6 @@ static void test_secret_keys(void **state)
 	inst_close(&in);
 }
 
-/* accessCredentials: key-name order, verbatim, empty skipped, numbered on
- * across Secrets; a ..data swap is seen. */
-static void test_keys(void **state)
-{
-	(void)state;
-	char err[256];
-	struct instance in;
-	mk("ssh");
-	mk("ssh/0");
-	mk("ssh/0/..2026_01");
-	put("ssh/0/..2026_01/b-laptop", "ssh-ed25519 B bob\n");
-	put("ssh/0/..2026_01/a-desktop", "ssh-rsa A alice");
-	put("ssh/0/..2026_01/empty", "");
-	ln("..2026_01", "ssh/0/..data");
-	ln("..data/b-laptop", "ssh/0/b-laptop");
-	ln("..data/a-desktop", "ssh/0/a-desktop");
-	ln("..data/empty", "ssh/0/empty");
-	mk("ssh/1");
-	put("ssh/1/key", "ssh-ed25519 O ops");
-	struct imds_config c = config("{\"source\":\"noCloud\",\"userData\":\"eA==\",\"sshSecrets\":\"a,b\"}");
-	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
-	struct inst_meta m = inst_meta(&in);
-	assert_int_equal(m.cikeys->n, 3);
-	assert_string_equal(m.cikeys->k[0].v, "ssh-rsa A alice");
-	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 B bob\n");
-	assert_string_equal(m.cikeys->k[2].v, "ssh-ed25519 O ops");
-	uint64_t gen = m.gen;
-	assert_int_equal(inst_meta(&in).gen, gen); /* unchanged: not re-read */
-
-	/* kubelet's swap: a new folder, ..data re-pointed. */
-	mk("ssh/0/..2026_02");
-	put("ssh/0/..2026_02/b-laptop", "ssh-ed25519 C carol");
-	ln("..2026_02", "ssh/0/..data.tmp");
-	char a[512], b[512];
-	snprintf(a, sizeof(a), "%s/ssh/0/..data.tmp", root);
-	snprintf(b, sizeof(b), "%s/ssh/0/..data", root);
-	assert_int_equal(rename(a, b), 0);
-	m = inst_meta(&in);
-	assert_true(m.gen != gen);
-	assert_int_equal(m.cikeys->n, 2); /* a-desktop and empty now dangle */
-	assert_string_equal(m.cikeys->k[0].v, "ssh-ed25519 C carol");
-	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 O ops");
-	inst_close(&in);
-}
-
 static void test_bad_settings(void **state)
 {
 	(void)state;
@@ -260,7 +200,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_and_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_settings, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
