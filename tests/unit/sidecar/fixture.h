@@ -98,6 +98,18 @@ static inline void fx_symlink_at(const char *root, const char *target, const cha
 	assert_int_equal(symlink(target, p), 0);
 }
 
+/* A configuration with the VM's own cloud-init ci (NULL: none) and its
+ * volume's folder dir (test_instance.c, test_cikeys.c). */
+static inline struct imds_config fx_ci_config(const char *dir, const char *ci)
+{
+	struct imds_config c = {0};
+	c.ns = "demo";
+	c.vm_name = "db-01.prod.example";
+	c.cloud_init = ci;
+	c.cloud_init_dir = dir;
+	return c;
+}
+
 /* Reads the environment as it is now into cfg and creates the app into
  * *app (the previous one freed). */
 static inline struct imds_app *fx_app_start(struct imds_config *cfg, struct imds_app **app)

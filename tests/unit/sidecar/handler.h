@@ -204,6 +204,23 @@ static inline void resp_free(struct resp *r)
 	r->body = NULL;
 }
 
+/* A bare GET at now_us with these header pairs (NULL-ended), for a
+ * module's function called without the handler (test_events.c,
+ * test_session.c). */
+static inline struct http_request bare_req(uint64_t now_us, const char *const *hdrs)
+{
+	struct http_request rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = HTTP_M_GET;
+	rq.start_us = now_us;
+	for (size_t i = 0; hdrs && hdrs[i]; i += 2) {
+		rq.hname[rq.nheaders] = (struct http_span){hdrs[i], strlen(hdrs[i])};
+		rq.hvalue[rq.nheaders] = (struct http_span){hdrs[i + 1], strlen(hdrs[i + 1])};
+		rq.nheaders++;
+	}
+	return rq;
+}
+
 /* "Name: value" is one of the extra header lines. */
 static inline int has_header(const struct resp *r, const char *line)
 {

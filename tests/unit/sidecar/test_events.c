@@ -18,20 +18,6 @@
 #include "events.h"
 #include "handler.h"
 
-/* A request with these header pairs (NULL-ended), for the rule alone. */
-static struct http_request hreq(const char *const *hdrs)
-{
-	struct http_request rq;
-	memset(&rq, 0, sizeof(rq));
-	rq.method = HTTP_M_GET;
-	for (size_t i = 0; hdrs && hdrs[i]; i += 2) {
-		rq.hname[rq.nheaders] = (struct http_span){hdrs[i], strlen(hdrs[i])};
-		rq.hvalue[rq.nheaders] = (struct http_span){hdrs[i + 1], strlen(hdrs[i + 1])};
-		rq.nheaders++;
-	}
-	return rq;
-}
-
 /* GCE's rule by itself: the exact header once, no proxy; the header's
  * name in any case, its value exact. */
 static void test_gce_flavor_rule(void **state)
@@ -58,7 +44,7 @@ static void test_gce_flavor_rule(void **state)
 		 "forbidden"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct http_request rq = hreq(cases[i].h);
+		struct http_request rq = bare_req(0, cases[i].h);
 		struct http_response res;
 		memset(&res, 0, sizeof(res));
 		int rc = ev_gce_flavor(&rq, &res);

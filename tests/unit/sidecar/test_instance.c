@@ -55,12 +55,7 @@ static int teardown(void **state)
 
 static struct imds_config config(const char *ci)
 {
-	struct imds_config c = {0};
-	c.ns = "demo";
-	c.vm_name = "db-01.prod.example";
-	c.cloud_init = ci;
-	c.cloud_init_dir = root;
-	return c;
+	return fx_ci_config(root, ci);
 }
 
 static void assert_blob(struct blob *b, const char *want)

@@ -24,27 +24,12 @@
 static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 #define SEC 1000000u
 
-/* A request presenting these header pairs (NULL-ended) at now_us. */
-static struct http_request with(uint64_t now_us, const char *const *hdrs)
-{
-	struct http_request rq;
-	memset(&rq, 0, sizeof(rq));
-	rq.method = HTTP_M_GET;
-	rq.start_us = now_us;
-	for (size_t i = 0; hdrs && hdrs[i]; i += 2) {
-		rq.hname[rq.nheaders] = (struct http_span){hdrs[i], strlen(hdrs[i])};
-		rq.hvalue[rq.nheaders] = (struct http_span){hdrs[i + 1], strlen(hdrs[i + 1])};
-		rq.nheaders++;
-	}
-	return rq;
-}
-
 static const struct session_dialect *const OURS[] = {&session_ours};
 
 static int check1(const struct sessions *ss, uint64_t now, const char *tok)
 {
 	const char *h[] = {"X-Metadata-Token", tok, NULL};
-	struct http_request rq = with(now, h);
+	struct http_request rq = bare_req(now, h);
 	return session_check(ss, &rq, OURS, 1);
 }
 
@@ -144,14 +129,14 @@ static void test_check_dialects(void **state)
 		{"empty", {"X-Metadata-Token", "", NULL}, -1},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct http_request rq = with(SEC, cases[i].h);
+		struct http_request rq = bare_req(SEC, cases[i].h);
 		int got = session_check(&ss, &rq, both, 2);
 		if (got != cases[i].want)
 			fail_msg("%s: %d, want %d", cases[i].name, got, cases[i].want);
 	}
 	/* Only the dialects asked for are read. */
 	const char *h[] = {"X-Their-Token", "junk", NULL};
-	struct http_request rq = with(SEC, h);
+	struct http_request rq = bare_req(SEC, h);
 	assert_int_equal(session_check(&ss, &rq, OURS, 1), 0);
 	session_fini(&ss);
 }
@@ -165,7 +150,7 @@ static void test_open_answer(void **state)
 	assert_int_equal(session_init(&ss), 0);
 	static const struct session_dialect theirs = {"x-their-ttl", "X-Their-TTL", "x-their-token"};
 	const char *h[] = {"x-their-ttl", "90", NULL};
-	struct http_request rq = with(3 * SEC, h);
+	struct http_request rq = bare_req(3 * SEC, h);
 	struct http_response res;
 	memset(&res, 0, sizeof(res));
 	struct call c = {.req = &rq, .res = &res, .self = &ss};
@@ -180,14 +165,14 @@ static void test_open_answer(void **state)
 	memcpy(tok, res.body, SESSION_TOKEN_LEN);
 	tok[SESSION_TOKEN_LEN] = '\0';
 	const char *p[] = {"X-Their-Token", tok, NULL};
-	struct http_request later = with(92 * SEC, p);
+	struct http_request later = bare_req(92 * SEC, p);
 	const struct session_dialect *const d[] = {&theirs};
 	assert_int_equal(session_check(&ss, &later, d, 1), 1);
 	later.start_us = 93 * SEC;
 	assert_int_equal(session_check(&ss, &later, d, 1), -1);
 	/* Our TTL header is not theirs. */
 	const char *ours[] = {"X-Metadata-Token-TTL-Seconds", "90", NULL};
-	rq = with(0, ours);
+	rq = bare_req(0, ours);
 	memset(&res, 0, sizeof(res));
 	session_open(&c, &theirs);
 	assert_int_equal(res.status, 400);
