@@ -96,17 +96,34 @@ static void read_dir(struct cikeys *s, unsigned i)
 		log_error("cloud-init: SSH keys folder %s: %s; its keys are left out", dir, strerror(errno));
 		return;
 	}
+	/* The first CIKEYS_MAX + 1 names in byte order (one more than are
+	 * kept, to say that some were left out), whatever order the folder
+	 * lists them in: the keys kept never depend on the file system. */
 	char *names[CIKEYS_MAX + 1] = {0};
 	size_t nn = 0;
 	struct dirent *e;
-	while ((e = readdir(d)) && nn <= CIKEYS_MAX) {
+	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, "..", 2) == 0 || strcmp(e->d_name, ".") == 0)
 			continue;
 		if (e->d_type == DT_DIR)
 			continue;
-		names[nn] = strdup(e->d_name);
-		if (names[nn])
+		size_t at = nn;
+		if (nn == CIKEYS_MAX + 1) { /* full: replace the greatest, if this is smaller */
+			at = 0;
+			for (size_t k = 1; k < nn; k++)
+				if (strcmp(names[k], names[at]) > 0)
+					at = k;
+			if (strcmp(e->d_name, names[at]) >= 0)
+				continue;
+		}
+		char *c = strdup(e->d_name);
+		if (!c)
+			continue;
+		if (at == nn)
 			nn++;
+		else
+			free(names[at]);
+		names[at] = c;
 	}
 	closedir(d);
 	qsort(names, nn, sizeof(names[0]), by_name);

@@ -168,6 +168,30 @@ static void test_count_bound(void **state)
 	cikeys_close(&s);
 }
 
+/* One folder with more entries than are kept: the first CIKEYS_MAX in byte
+ * order, whatever order the folder lists them in (written here in reverse
+ * and shuffled, so readdir's order is not the names'). */
+static void test_count_bound_one_folder(void **state)
+{
+	(void)state;
+	mk("ssh/0");
+	char rel[64];
+	const unsigned total = CIKEYS_MAX + 60;
+	for (unsigned i = 0; i < total; i++) {
+		unsigned j = (i * 7919u) % total; /* 7919 is prime: a permutation */
+		snprintf(rel, sizeof(rel), "ssh/0/k%04u", total - 1 - j);
+		put(rel, rel + 6);
+	}
+	struct cikeys s;
+	assert_int_equal(cikeys_open(&s, root, 1), 0);
+	assert_int_equal(s.n, CIKEYS_MAX);
+	for (unsigned i = 0; i < CIKEYS_MAX; i++) {
+		snprintf(rel, sizeof(rel), "k%04u", i);
+		assert_string_equal(s.k[i].v, rel);
+	}
+	cikeys_close(&s);
+}
+
 static void test_refresh(void **state)
 {
 	(void)state;
@@ -257,6 +281,7 @@ int main(void)
 		T(test_which_entries),
 		T(test_entry_bound),
 		T(test_count_bound),
+		T(test_count_bound_one_folder),
 		T(test_refresh),
 		T(test_keys_through_instance),
 	};
