@@ -4,8 +4,9 @@
  * (tests/fixtures/nft/steer.golden: nft 1.0.6 fed the listing of our own
  * committed ruleset); the transaction's framing and the fallback alone
  * without plumbing; which ports are steered and guarded; passt's port
- * rewrite.  nft.c's own builder, socket and event parser are test_nft.c
- * (this file was test_nft.c and held both). */
+ * rewrite; the aliases for the pod's own addresses.  nft.c's own builder,
+ * socket and event parser are test_nft.c (this file was test_nft.c and
+ * held both). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -216,6 +217,30 @@ static void test_passt_port(void **state)
 	}
 }
 
+/* The aliases: 192.0.0.128 + i (RFC 6890's protocol-assignment block) and
+ * the same in 64:ff9b:1::/48 (RFC 8215), one per pod address, distinct. */
+static void test_aliases(void **state)
+{
+	(void)state;
+	uint8_t a[4], b[4], a6[16];
+	static const uint8_t first[4] = {192, 0, 0, 128};
+	static const uint8_t first6[16] = {0, 0x64, 0xff, 0x9b, 0, 1, 0, 0, 0, 0, 0, 0, 192, 0, 0, 128};
+	steer_alias(0, a);
+	assert_memory_equal(a, first, 4);
+	steer_alias6(0, a6);
+	assert_memory_equal(a6, first6, 16);
+	for (size_t i = 0; i < STEER_MAX_LOCAL6; i++) {
+		steer_alias(i, a);
+		steer_alias6(i, a6);
+		assert_int_equal(a[3], 128 + i);
+		assert_memory_equal(a6 + 12, a, 4);
+		for (size_t j = 0; j < i; j++) {
+			steer_alias(j, b);
+			assert_memory_not_equal(a, b, 4);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_passt_port),
+		cmocka_unit_test(test_aliases),
 	};
 	return cmocka_run_group_tests_name("steer", tests, NULL, NULL);
 }
