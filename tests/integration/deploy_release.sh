@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug asan (each build's binaries say their --version; the release itself is checked in debug)
 # A release an operator can pin (issue 33 item 3): every binary's --version is
 # `git describe` (what the Makefile stamps), so is the first line each one
 # logs and the webhook's imds_webhook_build_info metric; `make release` writes

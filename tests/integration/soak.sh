@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug asan (VmRSS growth is judged in the debug build, sanitizer reports in ASan)
 # The soak (issue 14): for SOAK_SECONDS (make test: 30; make soak: 600), at
 # the same time
 #   - a guest's mix of requests (tests/lib/soak.py guest) to `imds-server run`

@@ -12,7 +12,10 @@
 # neighbour table):
 #   source pod, OLD sidecar -> target pod, NEW sidecar (then restarted with
 #   the env the NEW webhook writes for the pod, what a target really gets) ->
-#   a third pod, OLD sidecar again (a rollback).
+#   a third pod, OLD sidecar again (a rollback) ->
+#   a fourth pod, the NEW model (issue 29 item 6): the new webhook's
+#   --network-mode agent env, the sidecar as UID 107 with no capability, and
+#   imds-node building the pod's network half from the node.
 # On each the guest walks every layout over 169.254.169.254 and fd00:ec2::254
 # (tests/lib/interop_walk.py: NoCloud, identity, token, sessions, OpenStack's
 # versions and files, EC2's versions and latest's trees with and without an
@@ -30,6 +33,8 @@ set -uo pipefail
 
 # shellcheck source=../lib/netns.sh
 . "$(dirname "$0")/../lib/netns.sh"
+# shellcheck source=../lib/podfolder.sh
+. "$(dirname "$0")/../lib/podfolder.sh"
 # shellcheck source=../lib/oldbuild.sh
 . "$(dirname "$0")/../lib/oldbuild.sh"
 
@@ -87,8 +92,8 @@ printf 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk3bL0p0x9Vf7c3y3x8Zl2mJqV0W1r5s8gY
 printf '#cloud-config\nhostname: from-user-data\nwrite_files:\n  - path: /etc/motd\n    content: "Grüße ✓"\n' >"$W/user-data"
 # sidecar_env ROOT CLI: the webhook's (CLI's) sidecar env for the fixture's
 # pod, its volumes under ROOT as kubelet writes them; VAR=value lines
-sidecar_env() {
-	"$PY" "$SIDECAR_ENV" pod --review "$REVIEW" --admission-cli "$2" --root "$1" --json \
+sidecar_env() { # ROOT CLI [--cli-arg=ARG...]
+	"$PY" "$SIDECAR_ENV" pod --review "$REVIEW" --admission-cli "$2" --root "$1" --json "${@:3}" \
 		--set-annotation "imds.kubevirt.io/user-data=@$W/user-data" \
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$W/ssh" \
 		--set-annotation 'imds.kubevirt.io/meta-data={"role":"db","note":"a: b #c","snow":"\u2603"}' \
@@ -133,16 +138,16 @@ pod_make() {
 	NS_NODE=$NS_TAG-node$1 NS_POD=$NS_TAG-pod$1
 	ns_new "$NS_NODE" && ns_new "$NS_POD" && node_link 1400 && launcher_masquerade
 }
-POD_A=$NS_TAG-pod POD_B=$NS_TAG-podb POD_C=$NS_TAG-podc
+POD_A=$NS_TAG-pod POD_B=$NS_TAG-podb POD_C=$NS_TAG-podc POD_D=$NS_TAG-podd
 pods=0
-pod_make b && pod_make c && pods=1
+pod_make b && pod_make c && pod_make d && pods=1
 NS_NODE=$NS_TAG-node NS_POD=$POD_A # the source: netns.sh's own names
 if ((!pods)) || ! ns_setup || ! node_link 1400 || ! launcher_masquerade; then
 	not_ok "three launcher pods (masquerade) set up (needs root, iproute2, nftables)"
 	tap_done
 	exit 1
 fi
-TAPWIRE_NEXT=("$POD_B" tap0 "$POD_C" tap0)
+TAPWIRE_NEXT=("$POD_B" tap0 "$POD_C" tap0 "$POD_D" tap0)
 if ! guest_attach "$NS_VM" tap0 dual; then
 	not_ok "the guest attached to the source pod's tap0"
 	tap_done
@@ -341,11 +346,75 @@ expect_eq "new -> old: the new's /v1/session is 401 on the old" 401 \
 	"$(gcurl -H 'Metadata: true' -H "X-Metadata-Token: $V1_TOK" http://169.254.169.254/v1/identity)"
 expect_eq "new -> old: user-data with the ETag the guest held is 304" 304 \
 	"$(gcurl -H "If-None-Match: $UD_ETAG" http://169.254.169.254/v1/user-data)"
-sc_stop "$PID_C"
 
-if ! cat "$W/b.log" "$W/n.log" 2>/dev/null | grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
+# --- 4. the new model: on to a pod whose network half is the node agent's ---
+# (issue 29 item 6; docs/operations.md, "Upgrade and rollback").  A VM the
+# previous version injected keeps its in-pod sidecar (pods C and A: root,
+# NET_ADMIN); the new webhook with --network-mode agent injects its target
+# with an unprivileged sidecar (UID 107, no capability) and imds-node builds
+# that pod's network half from the node (tests/lib/podfolder.sh: the pods
+# folder, the pod's cgroup, the agent in this namespace as the node's).
+UID_D=0b6f4c1e-1a2b-4c3d-8e9f-0000000000dd
+if sidecar_env "$W/root-d" "$REPO/build/debug/tests/admission_cli" --cli-arg=--agent >"$W/env-d" 2>"$W/env.err" &&
+	grep -q '^IMDS_NET_MODE=agent$' "$W/env-d"; then
+	ok "the new webhook in agent mode: the sidecar's env says IMDS_NET_MODE=agent"
+else
+	not_ok "the new webhook in agent mode: the sidecar's env says IMDS_NET_MODE=agent" "$(cat "$W/env.err" "$W/env-d")"
+fi
+cp "$(sed -n 's/^IMDS_TOKEN_PATH=//p' "$W/env-a")" "$(sed -n 's/^IMDS_TOKEN_PATH=//p' "$W/env-d")"
+# what the kubelet gives the pod, readable by its UID 107; the state
+# folder an emptyDir (0777, as the kubelet makes it)
+chmod -R a+rX "$W/root-d"
+chmod 0777 "$(sed -n 's/^IMDS_STATE_DIR=//p' "$W/env-d")"
+agent_start "$W/agent.log"
+# the sidecar as the webhook injects it in agent mode: UID 107, no
+# capability, in its pod's cgroup; the agent's socket in the pod's imds-node
+# emptyDir (named relative: its host path is longer than a socket's)
+dir_d=$(pod_folder "$UID_D") cg_d=$(pod_cgroup "$UID_D")
+mapfile -t env_d <"$W/env-d"
+: >"$W/d.log"
+# shellcheck disable=SC2016 # $$ is the inner shell's
+sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg_d" "$dir_d" \
+	ip netns exec "$POD_D" env -i PATH="$PATH" "${env_d[@]}" IMDS_AGENT_SOCKET=agent.sock \
+	setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
+	"$NEW_SERVER" run >"$W/d.log" 2>&1 &
+PID_D=$!
+PODFOLDER_PIDS+=("$PID_D")
+if wait_for_line "$W/d.log" 'net: serving .* from the node agent' 15; then
+	ok "agent-mode pod: the unprivileged sidecar serves tap0 on the agent's listeners before the switch-over"
+else
+	not_ok "agent-mode pod: the unprivileged sidecar serves on the agent's listeners" "$(tail -n 8 "$W/d.log")" "$(tail -n 8 "$W/agent.log")"
+fi
+expect_eq "agent-mode pod: the sidecar runs as UID 107 with no capability (Uid, CapEff CapPrm CapBnd)" \
+	"107 0000000000000000 0000000000000000 0000000000000000" \
+	"$(awk '/^Uid/ {print $3}' "/proc/$PID_D/status") $(caps_of "$PID_D")"
+expect_eq "veth-imds's MAC: the agent's is the in-pod sidecars' (from the VM's namespace and name)" \
+	"$mac_a" "$(veth_mac "$POD_D")"
+move_guest mig3 3 "$PID_C" agent-target "new agent-mode" "agent-mode pod"
+expect_eq "the guest's neighbour entries are unchanged after the move to the agent-mode pod" "$mac_a $mac_a" "$(guest_neigh)"
+served_d=$(grep -c ' GET ' "$W/d.log")
+if ((served_d >= 100)); then ok "the walk was the agent-mode pod's: $served_d requests in its log"; else not_ok "the walk was the agent-mode pod's" "$served_d GET lines in its log" "$(tail -n 5 "$W/d.log")"; fi
+compare "old in-pod -> new agent-mode: the same data, but for the announced changes" old-rollback agent-target
+if out=$("$PY" "$WALK" compare "$W/new-webhook.json" "$W/agent-target.json" "$W/none" 2>&1); then
+	ok "new in-pod -> new agent-mode: every answer the same, the model changes no byte ($(tail -n 1 <<<"$out" | sed 's/:.*//'))"
+else
+	not_ok "new in-pod -> new agent-mode: every answer the same" "$out"
+fi
+expect_eq "old in-pod -> new agent-mode: cloud-init takes the same data" "$CI_A" "$(ci_view)"
+expect_eq "old in-pod -> new agent-mode: user-data with the ETag the guest held is 304" 304 \
+	"$(gcurl -H "If-None-Match: $UD_ETAG" http://169.254.169.254/v1/user-data)"
+if grep -qE 'refus|ERROR|error' "$W/agent.log"; then
+	not_ok "the agent's log: no refusal or error" "$(grep -E 'refus|ERROR|error' "$W/agent.log" | head -5)"
+else
+	ok "the agent's log: no refusal or error ($(grep -c . "$W/agent.log") lines)"
+fi
+kill -TERM "$PID_D" 2>/dev/null
+wait "$PID_D" 2>/dev/null
+agent_stop TERM
+
+if ! cat "$W/b.log" "$W/n.log" "$W/d.log" "$W/agent.log" 2>/dev/null | grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
 	ok "the new sidecar's log is free of sanitizer reports"
 else
-	not_ok "the new sidecar's log is free of sanitizer reports" "$(cat "$W/b.log" "$W/n.log" | grep -A20 -E 'Sanitizer|runtime error' | head -40)"
+	not_ok "the new sidecar's log is free of sanitizer reports" "$(cat "$W/b.log" "$W/n.log" "$W/d.log" "$W/agent.log" | grep -A20 -E 'Sanitizer|runtime error' | head -40)"
 fi
 tap_done

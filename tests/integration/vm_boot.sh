@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-variants: debug asan (the scenarios are split between the builds: SCENARIOS below)
 # shellcheck source-path=SCRIPTDIR
 # Real Debian guests (hack/build-guest-image.sh: Debian 12 with cloud-init
 # 22.4, Debian 13 with cloud-init 25.1) boot under qemu (TCG) in

@@ -17,7 +17,8 @@ every file of each, the EC2 versions, each version's root and meta-data/
 listing, and latest's whole meta-data/ and dynamic/ trees (without a token and
 with an IMDSv2 token), GCE's instance/ tree, Azure's instance and scheduled
 events, /v1/lifecycle, and unknown paths of each (their 404).  Session tokens
-are recorded by length (they are random); /v1/lifecycle's "since" as <time>.
+are recorded by length (they are random); /v1/lifecycle's "since" as <time>
+(and its ETag, a tag of that time, as masked).
 One keep-alive connection, paced under the sidecar's default rate limit
 (100 requests/s, burst 100); a 429 is waited out (Retry-After) and asked again.
 
@@ -89,9 +90,14 @@ class Walker:
                 continue
             break
         text = body.decode("utf-8", errors="replace")
+        etag = r.getheader("ETag")
         if mask:
-            text = mask(text)
-        ans = {"status": r.status, "type": r.getheader("Content-Type"), "etag": r.getheader("ETag"),
+            masked = mask(text)
+            # the tag is of the bytes before the mask (a pod's own time)
+            if masked != text and etag:
+                etag = "<the tag of masked bytes>"
+            text = masked
+        ans = {"status": r.status, "type": r.getheader("Content-Type"), "etag": etag,
                "flavor": r.getheader("Metadata-Flavor"), "cache": r.getheader("Cache-Control"),
                "body": text}
         key = self.prefix + (key or "%s %s" % (method, path))

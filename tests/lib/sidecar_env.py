@@ -21,6 +21,8 @@ two cannot drift. This script takes them from the webhook itself:
   sidecar_env.py pod --review R.json --admission-cli BIN --root DIR
         [--pod-name NAME] [--set-annotation KEY=VALUE|KEY=@FILE ...]
         [--del-annotation KEY ...] [--secret NAME=DIR ...] [--json]
+        [--cli-arg=ARG ...]           (admission_cli's: --agent is the
+                                       webhook's --network-mode agent)
         [--set-label KEY=VALUE ...]   (set after admission, as the API
                                        server's PodTopologyLabels does at
                                        binding)
@@ -50,8 +52,8 @@ def die(msg):
     sys.exit(1)
 
 
-def admit(cli, review):
-    p = subprocess.run([cli], input=json.dumps(review).encode(),
+def admit(cli, review, cli_args=()):
+    p = subprocess.run([cli, *cli_args], input=json.dumps(review).encode(),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if p.returncode != 0:
         die("admission_cli failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
@@ -139,7 +141,7 @@ def cmd_pod(a):
         ann[k] = v
     for k in a.del_annotation:
         ann.pop(k, None)
-    pod = admit(a.admission_cli, review)
+    pod = admit(a.admission_cli, review, a.cli_arg)
     md = pod["metadata"]
     for kv in a.set_label:
         k, _, v = kv.partition("=")
@@ -246,6 +248,8 @@ def main():
     p.add_argument("--secret", action="append", default=[], metavar="NAME=DIR",
                    help="the files of a Secret the pod mounts (each file a key)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--cli-arg", action="append", default=[],
+                   help="an argument for admission_cli (e.g. --agent: the webhook's --network-mode agent)")
     v = sub.add_parser("vm-serial")
     v.add_argument("--review", required=True)
     v.add_argument("--admission-cli", required=True)

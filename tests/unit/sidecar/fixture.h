@@ -72,6 +72,44 @@ static inline void fx_put_file(const char *path, const void *data, size_t n)
 	assert_int_equal(rename(tmp, path), 0);
 }
 
+/* root/rel: a file with data (fopen: a plain write), a folder, a link to
+ * target (test_cloudinit.c, test_cikeys.c lay out volumes with them). */
+static inline void fx_put_at(const char *root, const char *rel, const char *data)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	FILE *f = fopen(p, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, strlen(data), f), strlen(data));
+	assert_int_equal(fclose(f), 0);
+}
+
+static inline void fx_mkdir_at(const char *root, const char *rel)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static inline void fx_symlink_at(const char *root, const char *target, const char *rel)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(symlink(target, p), 0);
+}
+
+/* A configuration with the VM's own cloud-init ci (NULL: none) and its
+ * volume's folder dir (test_instance.c, test_cikeys.c). */
+static inline struct imds_config fx_ci_config(const char *dir, const char *ci)
+{
+	struct imds_config c = {0};
+	c.ns = "demo";
+	c.vm_name = "db-01.prod.example";
+	c.cloud_init = ci;
+	c.cloud_init_dir = dir;
+	return c;
+}
+
 /* Reads the environment as it is now into cfg and creates the app into
  * *app (the previous one freed). */
 static inline struct imds_app *fx_app_start(struct imds_config *cfg, struct imds_app **app)

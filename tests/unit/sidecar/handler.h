@@ -1,5 +1,5 @@
 /* What the sidecar's handler tests share (test_imds.c, test_nocloud.c,
- * test_openstack.c, test_ec2.c): a folder of files and the app built from
+ * test_openstack.c, test_ec2.c, test_lifecycle.c, test_events.c, ...): a folder of files and the app built from
  * the environment (fixture.h), hand-built requests through imds_handle()
  * and their answers, the checks on them, and the data several layouts'
  * tests write.  imds_app_new(NULL, ...) makes no HTTP server.  Include
@@ -92,12 +92,40 @@ static inline struct imds_app *start(struct fx *f)
 	return fx_app_start(&f->cfg, &f->app);
 }
 
+/* ---- the lifecycle's files (lifecycle.c, events.c) ------------------------------------- */
+
+/* Writes <dir>/podinfo/<name> anew, as kubelet's atomic writer (a new
+ * inode for each version). */
+static inline void lc_put(struct fx *f, const char *name, const char *s)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/podinfo/%s", f->dir, name);
+	put_str(path, s);
+}
+
+/* setup(), and IMDS_LIFECYCLE_DIR holding what kubelet writes for a source
+ * pod of a LiveMigrate VM at rest. */
+static inline int lc_setup(void **state)
+{
+	setup(state);
+	struct fx *f = *state;
+	assert_int_equal(mkdir(in_dir(f, "podinfo"), 0755), 0);
+	setenv("IMDS_LIFECYCLE_DIR", in_dir(f, "podinfo"), 1);
+	lc_put(f, "eviction-in-progress", "");
+	lc_put(f, "eviction-strategy", "LiveMigrate");
+	lc_put(f, "migration-job-uid", "");
+	lc_put(f, "migration-target-ready", "");
+	lc_put(f, "maintenance", "");
+	return 0;
+}
+
 /* ---- the handler: requests and responses ----------------------------------------------- */
 
 struct resp {
 	int status;
 	int park;     /* the handler asked to wait */
 	unsigned park_ms;
+	uint64_t park_tag; /* the note it parked with */
 	const char *ctype;
 	char extra[512];
 	char *body; /* a NUL-terminated copy */
@@ -106,6 +134,10 @@ struct resp {
 
 /* The body of the next call() (then cleared). */
 static struct http_span next_body;
+/* The next call() is a parked request run again, with this note (then
+ * cleared). */
+static int next_parked;
+static uint64_t next_park_tag;
 
 /* Up to 8 headers as name, value pairs, ended by NULL. */
 static inline void call(struct imds_app *a, const char *method, const char *target, uint64_t now,
@@ -140,6 +172,10 @@ static inline void call(struct imds_app *a, const char *method, const char *targ
 	rq.start_us = now;
 	rq.body = next_body;
 	next_body = (struct http_span){NULL, 0};
+	rq.parked = next_parked;
+	rq.park_tag = next_park_tag;
+	next_parked = 0;
+	next_park_tag = 0;
 
 	struct http_response res;
 	memset(&res, 0, sizeof(res));
@@ -147,6 +183,7 @@ static inline void call(struct imds_app *a, const char *method, const char *targ
 	out->status = res.status;
 	out->park = res.park;
 	out->park_ms = res.park_ms;
+	out->park_tag = res.park_tag;
 	out->ctype = res.content_type;
 	memcpy(out->extra, res.extra, res.extra_len);
 	out->extra[res.extra_len] = '\0';
@@ -165,6 +202,23 @@ static inline void resp_free(struct resp *r)
 {
 	free(r->body);
 	r->body = NULL;
+}
+
+/* A bare GET at now_us with these header pairs (NULL-ended), for a
+ * module's function called without the handler (test_events.c,
+ * test_session.c). */
+static inline struct http_request bare_req(uint64_t now_us, const char *const *hdrs)
+{
+	struct http_request rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = HTTP_M_GET;
+	rq.start_us = now_us;
+	for (size_t i = 0; hdrs && hdrs[i]; i += 2) {
+		rq.hname[rq.nheaders] = (struct http_span){hdrs[i], strlen(hdrs[i])};
+		rq.hvalue[rq.nheaders] = (struct http_span){hdrs[i + 1], strlen(hdrs[i + 1])};
+		rq.nheaders++;
+	}
+	return rq;
 }
 
 /* "Name: value" is one of the extra header lines. */
@@ -376,6 +430,37 @@ static inline void get_is(struct imds_app *a, const char *target, int status, co
 	if (body)
 		EXPECT_BODY(target, &r, body);
 	resp_free(&r);
+}
+
+/* ---- the lifecycle's dialects (test_lifecycle.c, test_events.c) ------------------------ */
+
+__attribute__((unused)) static const char *const GOOGLE[] = {"Metadata-Flavor", "Google", NULL};
+__attribute__((unused)) static const char *const AZURE[] = {"Metadata", "true", NULL};
+#define MAINT "/computeMetadata/v1/instance/maintenance-event"
+#define SCHED "/metadata/scheduledevents?api-version=2020-07-01"
+#define EC2EV "/latest/meta-data/events/maintenance/scheduled"
+#define SPOT "/latest/meta-data/spot/instance-action"
+
+/* call() with a body (NULL: none). */
+static inline void call_body(struct imds_app *a, const char *method, const char *target,
+			     const char *const *hdrs, const char *body, struct resp *out)
+{
+	if (body)
+		next_body = (struct http_span){body, strlen(body)};
+	call(a, method, target, 0, hdrs, out);
+}
+
+/* GET target: its body, the status checked (one slot: valid until the next
+ * get_want()). */
+static inline const char *get_want(struct imds_app *a, const char *target, const char *const *hdrs,
+				   int want)
+{
+	static struct resp r;
+	resp_free(&r);
+	call(a, "GET", target, 0, hdrs, &r);
+	if (r.status != want)
+		fail_msg("GET %s: %d %s, want %d", target, r.status, r.body, want);
+	return r.body;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* openstack: the OpenStack layout (meta_data.json, user_data,
- * network_data.json, its tree and versions) and its password service,
- * through the handler (handler.h). */
+ * network_data.json, its tree and versions) and the key its password
+ * service names, through the handler (handler.h).  The password service
+ * itself: test_password.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,102 +19,6 @@
 
 #include "handler.h"
 #include "openstack.h"
-
-static void test_password(void **state)
-{
-	struct fx *f = *state;
-	char st[512];
-	snprintf(st, sizeof(st), "%s", in_dir(f, "state"));
-	assert_int_equal(mkdir(st, 0700), 0);
-	setenv("IMDS_STATE_DIR", st, 1);
-	struct imds_app *a = start(f);
-	struct resp r;
-	static const char *const paths[] = {"/openstack/latest/password",
-					    "/openstack/2013-04-04/password",
-					    "/openstack/2018-08-27/password"};
-	for (size_t i = 0; i < 3; i++) {
-		call(a, "GET", paths[i], 0, NULL, &r);
-		EXPECT_STATUS(paths[i], &r, 200);
-		EXPECT_BODY(paths[i], &r, "");
-		EXPECT_HEADER(paths[i], &r, "Cache-Control: no-store");
-		resp_free(&r);
-	}
-	/* Not in versions before 2013-04-04; no other method. */
-	call(a, "GET", "/openstack/2012-08-10/password", 0, NULL, &r);
-	expect_error("GET 2012-08-10 password", &r, 404, "not_found");
-	resp_free(&r);
-	post_password(a, "/openstack/2012-08-10/password", "x", 1, &r);
-	expect_error("POST 2012-08-10 password", &r, 405, "method_not_allowed");
-	resp_free(&r);
-	call(a, "PUT", "/openstack/latest/password", 0, NULL, &r);
-	expect_error("PUT password", &r, 405, "method_not_allowed");
-	EXPECT_HEADER("PUT password", &r, "Allow: GET, HEAD, POST");
-	resp_free(&r);
-
-	char big[PASSWORD_MAX + 1];
-	memset(big, 'A', sizeof(big));
-	post_password(a, paths[0], big, sizeof(big), &r);
-	expect_error("1025 bytes", &r, 400, "password_too_long");
-	resp_free(&r);
-	post_password(a, paths[0], "", 0, &r);
-	expect_error("empty", &r, 400, "password_empty");
-	resp_free(&r);
-	post_password(a, paths[0], "a\nb", 3, &r);
-	expect_error("newline", &r, 400, "password_not_text");
-	resp_free(&r);
-	static const char *const fwd[] = {"X-Forwarded-For", "10.0.0.1", NULL};
-	next_body = (struct http_span){"abc", 3};
-	call(a, "POST", paths[0], 0, fwd, &r);
-	expect_error("forwarded", &r, 403, "forbidden");
-	resp_free(&r);
-
-	post_password(a, paths[1], big, PASSWORD_MAX, &r);
-	EXPECT_STATUS("1024 bytes stored", &r, 200);
-	resp_free(&r);
-	post_password(a, paths[0], "other", 5, &r);
-	expect_error("a second POST", &r, 409, "password_exists");
-	resp_free(&r);
-	call(a, "GET", paths[0], 0, NULL, &r);
-	EXPECT_STATUS("GET stored", &r, 200);
-	assert_int_equal(r.len, PASSWORD_MAX);
-	assert_memory_equal(r.body, big, PASSWORD_MAX);
-	resp_free(&r);
-
-	/* A restarted sidecar has it, from the state folder (one file, 0600). */
-	struct stat sb;
-	assert_int_equal(stat(in_dir(f, "state/password"), &sb), 0);
-	assert_int_equal(sb.st_mode & 0777, 0600);
-	assert_int_equal(sb.st_size, PASSWORD_MAX);
-	assert_int_not_equal(stat(in_dir(f, "state/password.tmp"), &sb), 0);
-	a = start(f);
-	call(a, "GET", paths[2], 0, NULL, &r);
-	assert_int_equal(r.len, PASSWORD_MAX);
-	resp_free(&r);
-	post_password(a, paths[0], "other", 5, &r);
-	expect_error("POST after a restart", &r, 409, "password_exists");
-	resp_free(&r);
-
-	/* A state folder that cannot be written: 500, nothing stored, retry works. */
-	setenv("IMDS_STATE_DIR", in_dir(f, "ro"), 1);
-	assert_int_equal(mkdir(in_dir(f, "ro"), 0500), 0);
-	a = start(f);
-	if (geteuid() != 0) { /* root writes anyway */
-		post_password(a, paths[0], "abc", 3, &r);
-		expect_error("read-only state", &r, 500, "password_not_stored");
-		resp_free(&r);
-	}
-	/* Not a folder: the sidecar does not start. */
-	setenv("IMDS_STATE_DIR", in_dir(f, "state/password"), 1);
-	char err[256];
-	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), 0);
-	imds_app_free(f->app);
-	f->app = imds_app_new(NULL, &f->cfg, err, sizeof(err));
-	assert_null(f->app);
-	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
-	setenv("IMDS_STATE_DIR", "relative", 1);
-	assert_int_equal(config_from_env(&f->cfg, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "IMDS_STATE_DIR"));
-}
 
 /* ---- OpenStack layout --------------------------------------------------------------------- */
 
@@ -413,7 +318,6 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_password),
 		T(test_openstack),
 		T(test_openstack_tree),
 		T(test_password_key),

@@ -1,5 +1,6 @@
-/* The webhook's pure checks, table-driven: Kubernetes resource quantities
- * (src/webhook/quantity.c) and the names and values k8s_names.c accepts. */
+/* The names and values k8s_names.c accepts (src/webhook/k8s_names.h),
+ * table-driven: DNS-1123 subdomains, interface names, the sidecar's
+ * identities, UTF-8 and Secret keys. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,80 +10,6 @@
 #include <string.h>
 
 #include "k8s_names.h"
-#include "quantity.h"
-
-static struct qty q_of(const char *s)
-{
-	struct qty q;
-	if (qty_parse(s, strlen(s), &q) < 0)
-		fail_msg("'%s' should parse", s);
-	return q;
-}
-
-static void test_qty_equal(void **state)
-{
-	(void)state;
-	static const char *const same[][2] = {
-		{"1", "1000m"},      {"1Ki", "1024"},    {"0.5", "500m"},   {"1e3", "1k"},
-		{"1.5Gi", "1536Mi"}, {"+1", "1"},        {"0", "0m"},       {"001", "1"},
-		{"1E-3", "1m"},      {"1e+6", "1M"},     {"16Mi", "16384Ki"}, {"100u", "0.1m"},
-		{"1T", "1000G"},     {"0.000000001", "1n"},
-	};
-	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
-		struct qty a = q_of(same[i][0]), b = q_of(same[i][1]);
-		if (!qty_eq(&a, &b))
-			fail_msg("%s != %s", same[i][0], same[i][1]);
-	}
-	static const char *const differ[][2] = {
-		{"1", "1001m"}, {"1Ki", "1k"}, {"1Mi", "1M"}, {"10m", "1m"}, {"0", "1n"},
-	};
-	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
-		struct qty a = q_of(differ[i][0]), b = q_of(differ[i][1]);
-		if (qty_eq(&a, &b))
-			fail_msg("%s == %s", differ[i][0], differ[i][1]);
-	}
-}
-
-static void test_qty_invalid(void **state)
-{
-	(void)state;
-	static const char *const bad[] = {
-		"", "m", "Ki", "1x", "1e", "1e+", "-1", "1.2.3", "1 ", " 1", "1KiB", "1ki", "e3",
-		"1234567890123456789012345678901", /* 31 significant digits */
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct qty q;
-		if (qty_parse(bad[i], strlen(bad[i]), &q) == 0)
-			fail_msg("'%s' should not parse", bad[i]);
-	}
-	struct qty q;
-	/* 30 significant digits fit, leading zeros are free */
-	assert_int_equal(qty_parse("000123456789012345678901234567890", 33, &q), 0);
-	/* only the given bytes count */
-	assert_int_equal(qty_parse("10mX", 3, &q), 0);
-}
-
-static void test_qty_nano(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *s;
-		long long nano;
-	} cases[] = {
-		{"10m", 10000000LL}, {"1", 1000000000LL}, {"1n", 1}, {"0.5n", 0}, {"16Mi", 16LL * 1048576 * 1000000000},
-		{"1.5", 1500000000LL}, {"2e-9", 2},
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct qty q = q_of(cases[i].s);
-		__int128 v;
-		assert_int_equal(qty_nano(&q, &v), 0);
-		if (v != cases[i].nano)
-			fail_msg("%s: %lld nano, want %lld", cases[i].s, (long long)v, cases[i].nano);
-	}
-	struct qty q = q_of("1e30");
-	__int128 v;
-	assert_int_equal(qty_nano(&q, &v), -1); /* 1e39 nano does not fit */
-}
 
 static struct str s_of(const char *s)
 {
@@ -152,13 +79,41 @@ static void test_names(void **state)
 	assert_false(k8s_secret_key_ok(s_of(long254)));
 }
 
+/* k8s_utf8_ok: strict UTF-8 (RFC 3629) over exactly the bytes given. */
+static void test_utf8(void **state)
+{
+	(void)state;
+	static const char *const ok[] = {"", "ascii", "\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!k8s_utf8_ok(ok[i], strlen(ok[i])))
+			fail_msg("utf-8 #%zu refused", i);
+	static const char *const bad[] = {
+		"\xc3",             /* cut short */
+		"\xe2\x9c",         /* cut short */
+		"\x80",             /* a lone continuation byte */
+		"\xc0\xaf",         /* overlong '/' */
+		"\xe0\x80\xaf",     /* overlong '/' */
+		"\xed\xbf\xbf",     /* a surrogate */
+		"\xf4\x90\x80\x80", /* past U+10FFFF */
+		"\xfe", "\xff",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (k8s_utf8_ok(bad[i], strlen(bad[i])))
+			fail_msg("utf-8 #%zu accepted", i);
+	/* Only n bytes are read: a cut multi-byte sequence is refused even
+	 * when the rest follows, and a NUL byte is a character. */
+	assert_false(k8s_utf8_ok("\xe2\x9c\x93", 2));
+	assert_true(k8s_utf8_ok("a\0b", 3));
+	/* The identity refuses what UTF-8 allows but the sidecar's
+	 * environment cannot carry: a NUL. */
+	assert_false(k8s_identity_ok((struct str){"a\0b", 3}));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qty_equal),
-		cmocka_unit_test(test_qty_invalid),
-		cmocka_unit_test(test_qty_nano),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_utf8),
 	};
-	return cmocka_run_group_tests_name("webhook names and quantities", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("webhook k8s_names", tests, NULL, NULL);
 }

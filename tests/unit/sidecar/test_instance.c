@@ -1,9 +1,14 @@
-/* The VM's own cloud-init in the sidecar's instance model (issue 30):
- * IMDS_CLOUD_INIT read, KubeVirt's identity (pkg/cloud-init/cloud-init.go:
- * 113-158, 411-419; pkg/util/net/dns/sanitize.go:33-44) and the override,
- * the precedence of the annotations' files over the volume, a Secret key
- * that is missing then appears, the accessCredentials' keys verbatim and
- * re-read through kubelet's ..data swap, and bad settings refused. */
+/* instance: the one model of the VM every layout renders (instance.c).
+ * The VM's own cloud-init in it (issue 30): IMDS_CLOUD_INIT read,
+ * KubeVirt's identity (pkg/cloud-init/cloud-init.go: 113-158, 411-419;
+ * pkg/util/net/dns/sanitize.go:33-44) and the override, the precedence of
+ * the annotations' files over the volume, a Secret key that is missing
+ * then appears, and bad settings refused.  Then the derived parts: the
+ * custom meta-data's keys as the layouts may use them and the generation
+ * that moves only when a source changed, the pod's interfaces from a
+ * network-status file that comes late, changes or breaks, and a data
+ * file that cannot be read named at open.  The accessCredentials' keys:
+ * test_cikeys.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cikeys.h"
 #include "instance.h"
 #include "sbuf.h"
 #include "fixture.h"
@@ -27,26 +31,12 @@ static char root[256];
 
 static void put(const char *rel, const char *data)
 {
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	FILE *f = fopen(p, "wb");
-	assert_non_null(f);
-	fwrite(data, 1, strlen(data), f);
-	fclose(f);
+	fx_put_at(root, rel, data);
 }
 
 static void mk(const char *rel)
 {
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	assert_int_equal(mkdir(p, 0755), 0);
-}
-
-static void ln(const char *target, const char *rel)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", root, rel);
-	assert_int_equal(symlink(target, p), 0);
+	fx_mkdir_at(root, rel);
 }
 
 static int setup(void **state)
@@ -65,12 +55,7 @@ static int teardown(void **state)
 
 static struct imds_config config(const char *ci)
 {
-	struct imds_config c = {0};
-	c.ns = "demo";
-	c.vm_name = "db-01.prod.example";
-	c.cloud_init = ci;
-	c.cloud_init_dir = root;
-	return c;
+	return fx_ci_config(root, ci);
 }
 
 static void assert_blob(struct blob *b, const char *want)
@@ -184,51 +169,6 @@ static void test_secret_keys(void **state)
 	inst_close(&in);
 }
 
-/* accessCredentials: key-name order, verbatim, empty skipped, numbered on
- * across Secrets; a ..data swap is seen. */
-static void test_keys(void **state)
-{
-	(void)state;
-	char err[256];
-	struct instance in;
-	mk("ssh");
-	mk("ssh/0");
-	mk("ssh/0/..2026_01");
-	put("ssh/0/..2026_01/b-laptop", "ssh-ed25519 B bob\n");
-	put("ssh/0/..2026_01/a-desktop", "ssh-rsa A alice");
-	put("ssh/0/..2026_01/empty", "");
-	ln("..2026_01", "ssh/0/..data");
-	ln("..data/b-laptop", "ssh/0/b-laptop");
-	ln("..data/a-desktop", "ssh/0/a-desktop");
-	ln("..data/empty", "ssh/0/empty");
-	mk("ssh/1");
-	put("ssh/1/key", "ssh-ed25519 O ops");
-	struct imds_config c = config("{\"source\":\"noCloud\",\"userData\":\"eA==\",\"sshSecrets\":\"a,b\"}");
-	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
-	struct inst_meta m = inst_meta(&in);
-	assert_int_equal(m.cikeys->n, 3);
-	assert_string_equal(m.cikeys->k[0].v, "ssh-rsa A alice");
-	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 B bob\n");
-	assert_string_equal(m.cikeys->k[2].v, "ssh-ed25519 O ops");
-	uint64_t gen = m.gen;
-	assert_int_equal(inst_meta(&in).gen, gen); /* unchanged: not re-read */
-
-	/* kubelet's swap: a new folder, ..data re-pointed. */
-	mk("ssh/0/..2026_02");
-	put("ssh/0/..2026_02/b-laptop", "ssh-ed25519 C carol");
-	ln("..2026_02", "ssh/0/..data.tmp");
-	char a[512], b[512];
-	snprintf(a, sizeof(a), "%s/ssh/0/..data.tmp", root);
-	snprintf(b, sizeof(b), "%s/ssh/0/..data", root);
-	assert_int_equal(rename(a, b), 0);
-	m = inst_meta(&in);
-	assert_true(m.gen != gen);
-	assert_int_equal(m.cikeys->n, 2); /* a-desktop and empty now dangle */
-	assert_string_equal(m.cikeys->k[0].v, "ssh-ed25519 C carol");
-	assert_string_equal(m.cikeys->k[1].v, "ssh-ed25519 O ops");
-	inst_close(&in);
-}
-
 static void test_bad_settings(void **state)
 {
 	(void)state;
@@ -253,6 +193,122 @@ static void test_bad_settings(void **state)
 	}
 }
 
+/* Custom meta-data: our own keys left out, namespace and vmName NoCloud's
+ * only, the rest everywhere; the generation moves with the file alone. */
+static void test_custom_meta(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	put("meta.json", "{\"instance-id\":\"x\",\"team\":\"db\",\"namespace\":\"n\","
+			 "\"vmName\":\"v\",\"public-keys\":\"k\",\"zone\":\"z\"}");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/meta.json", root);
+	struct imds_config c = config(NULL);
+	c.meta_data_file = path;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	struct inst_meta m = inst_meta(&in);
+	assert_int_equal(m.custom->n, 6);
+	static const struct {
+		const char *k;
+		enum inst_custom_use use;
+	} want[] = {
+		{"instance-id", INST_CUSTOM_RESERVED}, {"team", INST_CUSTOM_ALL},
+		{"namespace", INST_CUSTOM_NOCLOUD},    {"vmName", INST_CUSTOM_NOCLOUD},
+		{"public-keys", INST_CUSTOM_RESERVED}, {"zone", INST_CUSTOM_ALL},
+	};
+	for (size_t i = 0; i < 6; i++) {
+		size_t k = 0;
+		while (k < m.custom->n && strcmp(m.custom->kv[k].k, want[i].k) != 0)
+			k++;
+		if (k == m.custom->n || m.custom_use[k] != want[i].use)
+			fail_msg("%s: use %d, want %d", want[i].k, k < m.custom->n ? (int)m.custom_use[k] : -1,
+				 (int)want[i].use);
+	}
+	uint64_t gen = m.gen;
+	assert_true(inst_meta(&in).gen == gen); /* nothing changed */
+	fx_put_file(path, "{\"team\":\"web\"}", 14);
+	m = inst_meta(&in);
+	assert_true(m.gen != gen);
+	assert_int_equal(m.custom->n, 1);
+	assert_string_equal(m.custom->kv[0].v, "web");
+	gen = m.gen;
+	/* Not a JSON object of strings: no custom keys, and said once. */
+	fx_put_file(path, "{\"team\":1}", 10);
+	m = inst_meta(&in);
+	assert_true(m.gen != gen);
+	assert_int_equal(m.custom->n, 0);
+	inst_close(&in);
+}
+
+/* The pod's interfaces: a network-status file that comes after the start,
+ * then changes, then breaks. */
+static void test_net(void **state)
+{
+	(void)state;
+	char err[256];
+	struct instance in;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/network-status", root);
+	struct imds_config c = config(NULL);
+	c.network_status_file = path;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0); /* not there yet: fine */
+	struct inst_net n = inst_net(&in);
+	assert_int_equal(n.ns->n, 0);
+	assert_null(n.ipv4);
+	uint64_t gen = n.gen;
+	assert_true(inst_net(&in).gen == gen);
+	static const char doc[] =
+		"[{\"name\":\"demo/br1\",\"interface\":\"pod1\",\"ips\":[\"192.168.10.7\"],"
+		"\"mac\":\"02:4b:b0:00:00:01\"},"
+		"{\"name\":\"k8s-pod-network\",\"interface\":\"eth0\",\"ips\":[\"fd00::5\",\"10.244.1.5\","
+		"\"10.244.1.6\"],\"mac\":\"0a:58:0a:f4:01:05\",\"default\":true}]";
+	fx_put_file(path, doc, sizeof(doc) - 1);
+	n = inst_net(&in);
+	assert_true(n.gen != gen);
+	assert_int_equal(n.ns->n, 2);
+	assert_non_null(n.ipv4);
+	assert_string_equal(n.ipv4, "10.244.1.5"); /* the default network's first IPv4 */
+	gen = n.gen;
+	assert_true(inst_net(&in).gen == gen);
+	fx_put_file(path, "[{\"name\":", 9);
+	n = inst_net(&in);
+	assert_true(n.gen != gen);
+	assert_int_equal(n.ns->n, 0);
+	assert_null(n.ipv4);
+	inst_close(&in);
+}
+
+/* A data file that is set and cannot be read stops the start, named. */
+static void test_open_names_the_file(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	struct instance in;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/none", root);
+	struct imds_config c = config(NULL);
+	c.vendor_data_file = path;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "IMDS_VENDOR_DATA_FILE"));
+	inst_close(&in);
+	/* The user-data file wins over the inline value. */
+	put("ud", "from the file");
+	snprintf(path, sizeof(path), "%s/ud", root);
+	c = config(NULL);
+	c.user_data = "inline";
+	c.user_data_file = path;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_blob(inst_user_data(&in), "from the file");
+	inst_close(&in);
+	c.user_data_file = NULL;
+	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
+	assert_blob(inst_user_data(&in), "inline");
+	assert_null(inst_vendor_data(&in));
+	assert_null(inst_network_config(&in));
+	inst_close(&in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,8 +316,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_and_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secret_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_settings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_custom_meta, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_net, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_names_the_file, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
