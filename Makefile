@@ -193,6 +193,13 @@ $(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a -lcmocka
 
+# imds-node's tests (tests/unit/node/test_node*.c, named apart from the other
+# folders' since all land in $(B)/tests) see its folder, then the sidecar's
+# network half and the core, as imds-node does.
+$(B)/tests/%: tests/unit/node/%.c $(NODE_OBJ) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(NODE_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(LIBS) -lcmocka
+
 # test_jview: the core alone, and json-c as the oracle the reader is held against.
 $(B)/tests/test_jview: tests/unit/core/test_jview.c $(B)/libcore.a
 	@mkdir -p $(@D)

@@ -11,6 +11,23 @@ static void gauge(struct sbuf *b, const char *name, const char *help, unsigned v
 	sbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %u\n", name, help, name, name, v);
 }
 
+/* A label's value as the text format wants it: backslash, double quote and
+ * line feed escaped (prometheus/docs content/docs/instrumenting/
+ * exposition_formats.md, "label_value can be any sequence of UTF-8
+ * characters, but the backslash, double-quote and line feed characters have
+ * to be escaped").  VERSION=... may be anything. */
+static void label_value(struct sbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			sbuf_putc(b, '\\');
+		if (*s == '\n')
+			sbuf_puts(b, "\\n");
+		else
+			sbuf_putc(b, *s);
+	}
+}
+
 void node_metrics_render(const struct node_counters *c, const struct node_gauges *g,
 			 const char *version, struct sbuf *b)
 {
@@ -30,9 +47,9 @@ void node_metrics_render(const struct node_counters *c, const struct node_gauges
 		c->restored);
 	counter(b, "imds_node_listener_sets_total", "Listener sets handed to sidecars.",
 		c->listener_sets);
-	sbuf_printf(b,
-		    "# HELP imds_node_build_info The running version (git describe), always 1.\n"
-		    "# TYPE imds_node_build_info gauge\n"
-		    "imds_node_build_info{version=\"%s\"} 1\n",
-		    version);
+	sbuf_puts(b, "# HELP imds_node_build_info The running version (git describe), always 1.\n"
+		     "# TYPE imds_node_build_info gauge\n"
+		     "imds_node_build_info{version=\"");
+	label_value(b, version);
+	sbuf_puts(b, "\"} 1\n");
 }

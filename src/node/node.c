@@ -111,7 +111,7 @@ static void pod_pass(struct pod *p);
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static int uid_ok(const char *s)
+int node_uid_ok(const char *s)
 {
 	size_t n = strlen(s);
 	if (n < 1 || n > 63 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
@@ -133,6 +133,27 @@ static int openat2_beneath(int dirfd, const char *path, int flags)
 	};
 	long r = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	return r < 0 ? -errno : (int)r;
+}
+
+int node_open_sock(int dirfd, const char *uid, struct stat *st)
+{
+	char rel[256];
+	int fd;
+
+	if (!node_uid_ok(uid))
+		return -EINVAL;
+	snprintf(rel, sizeof(rel), "%s/%s", uid, NODE_SOCK_REL);
+	/* no O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a link as the last
+	 * component too (ELOOP), where O_PATH|O_NOFOLLOW would open it; O_PATH
+	 * opens a FIFO without waiting for a writer and reads nothing */
+	fd = openat2_beneath(dirfd, rel, O_PATH);
+	if (fd < 0)
+		return fd == -EXDEV ? -ELOOP : fd;
+	if (fstat(fd, st) || !S_ISSOCK(st->st_mode)) {
+		close(fd);
+		return -ENOTSOCK;
+	}
+	return fd;
 }
 
 /* Says why a pod is refused, once per reason (a rescan finds it again). */
@@ -301,11 +322,40 @@ static int pidfd_exited(int pfd)
 	return poll(&pf, 1, 0) != 0;
 }
 
-/* Does /proc/<pid>/cgroup name the pod's UID (cgroupfs: pod<uid>; the
- * systemd driver: pod<uid with '_' for '-'>.slice)? */
+/* "pod" + id in text as a whole path element: after '/' or '-', and
+ * followed by what ends it (end, '/' or a line's end; ".slice" when slice). */
+static int names_element(const char *text, const char *id, int slice)
+{
+	size_t n = strlen(id);
+	for (const char *at = strstr(text, "pod"); at; at = strstr(at + 1, "pod")) {
+		const char *e = at + 3 + n;
+		if (at == text || (at[-1] != '/' && at[-1] != '-') || strncmp(at + 3, id, n) != 0)
+			continue;
+		if (slice ? strncmp(e, ".slice", 6) == 0 && (e[6] == '/' || e[6] == '\n' || !e[6])
+			  : (*e == '/' || *e == '\n' || !*e))
+			return 1;
+	}
+	return 0;
+}
+
+int node_cgroup_names_pod(const char *text, const char *uid)
+{
+	char alt[64];
+
+	if (!node_uid_ok(uid))
+		return 0;
+	snprintf(alt, sizeof(alt), "%s", uid);
+	for (char *c = alt; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	return names_element(text, uid, 0) || names_element(text, alt, 1);
+}
+
+/* Does /proc/<pid>/cgroup name the pod's UID?  At most CGROUP_READ_MAX
+ * bytes read. */
 static int cgroup_names_pod(pid_t pid, const char *uid)
 {
-	char path[64], buf[CGROUP_READ_MAX + 1], alt[64], want[72];
+	char path[64], buf[CGROUP_READ_MAX + 1];
 	ssize_t got = 0, r;
 	int fd;
 
@@ -317,15 +367,7 @@ static int cgroup_names_pod(pid_t pid, const char *uid)
 		got += r;
 	close(fd);
 	buf[got] = '\0';
-	snprintf(alt, sizeof(alt), "%s", uid);
-	for (char *c = alt; *c; c++)
-		if (*c == '-')
-			*c = '_';
-	snprintf(want, sizeof(want), "pod%s", uid);
-	if (strstr(buf, want))
-		return 1;
-	snprintf(want, sizeof(want), "pod%s", alt);
-	return strstr(buf, want) != NULL;
+	return node_cgroup_names_pod(buf, uid);
 }
 
 static void on_conn(struct loop *l, int fd, void *data, int mask);
@@ -334,31 +376,27 @@ static void on_conn(struct loop *l, int fd, void *data, int mask);
 static void pod_connect(struct pod *p)
 {
 	struct node *n = p->node;
-	char rel[256], via[64], nspath[64];
+	char via[64], nspath[64];
 	struct stat st, nst;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	int sfd, c, r, pfd, nopidfd, gone, ns_errno = 0;
 
-	snprintf(rel, sizeof(rel), "%s/%s", p->uid, NODE_SOCK_REL);
-	/* no O_NOFOLLOW: RESOLVE_NO_SYMLINKS refuses a link as the last
-	 * component too (ELOOP), where O_PATH|O_NOFOLLOW would open it */
-	sfd = openat2_beneath(n->dirfd, rel, O_PATH);
+	sfd = node_open_sock(n->dirfd, p->uid, &st);
+	if (sfd == -ENOTSOCK) {
+		pod_say(p, "refused: %s is not a socket", NODE_SOCK_REL);
+		p->backoff_ms = n->o->backoff_max_ms;
+		p->retry_at = loop_clock_ms() + p->backoff_ms;
+		return;
+	}
 	if (sfd < 0) {
-		if (sfd == -ELOOP || sfd == -EXDEV)
+		if (sfd == -ELOOP)
 			pod_say(p, "refused: a symbolic link on the way to %s (not followed)",
 				NODE_SOCK_REL);
 		else if (sfd != -ENOENT)
 			pod_say(p, "refused: %s: %s", NODE_SOCK_REL, strerror(-sfd));
 		p->retry_at = loop_clock_ms() + n->o->rescan_ms;
-		return;
-	}
-	if (fstat(sfd, &st) || !S_ISSOCK(st.st_mode)) {
-		pod_say(p, "refused: %s is not a socket", NODE_SOCK_REL);
-		close(sfd);
-		p->backoff_ms = n->o->backoff_max_ms;
-		p->retry_at = loop_clock_ms() + p->backoff_ms;
 		return;
 	}
 	/* The socket the descriptor holds, not the path again: nothing can
@@ -807,7 +845,7 @@ static void pod_seen(struct node *n, const char *uid, int now)
 {
 	struct pod *p;
 
-	if (!uid_ok(uid))
+	if (!node_uid_ok(uid))
 		return;
 	p = pod_find(n, uid);
 	if (!p) {

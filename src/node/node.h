@@ -38,4 +38,22 @@ struct node_opts {
 /* Runs until SIGTERM/SIGINT; the exit status. */
 int node_main(const struct node_opts *o);
 
+/* ---- the pod folder's pieces (tests/unit/node/test_node.c) --------------- */
+
+struct stat;
+/* A pod folder's name the agent follows: 1..63 of [A-Za-z0-9._-], not "."
+ * or ".." (a pod UID; nothing that could climb out of the pods folder). */
+int node_uid_ok(const char *s);
+/* The sidecar's socket <dirfd>/<uid>/NODE_SOCK_REL, opened O_PATH without
+ * following a link anywhere on the way (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS) and without reading or waiting on what is there:
+ * the descriptor with *st filled; -EINVAL for a uid node_uid_ok refuses,
+ * -ENOENT, -ELOOP for a link on the way, -ENOTSOCK for anything but a
+ * socket (a FIFO, a file of any size, a folder), or another -errno. */
+int node_open_sock(int dirfd, const char *uid, struct stat *st);
+/* Does a /proc/<pid>/cgroup text name pod uid as a whole path element:
+ * cgroupfs ".../pod<uid>/...", the systemd driver "...-pod<uid with '_'
+ * for '-'>.slice/..."?  1 or 0. */
+int node_cgroup_names_pod(const char *text, const char *uid);
+
 #endif

@@ -511,7 +511,10 @@ int nodelink_probe(const char *sock_path)
 	int fd;
 
 	guard_path(sock_path, guard, sizeof(guard));
-	fd = open(guard, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO in its place (the folder is the pod's) is read as
+	 * empty at once, where a blocking open would wait for a writer until
+	 * the kubelet's probe timeout */
+	fd = open(guard, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd >= 0) {
 		n = read(fd, line, sizeof(line) - 1);
 		close(fd);

@@ -1,6 +1,6 @@
 /* The state behind tests/fixtures/nft/steer.golden: two served taps
  * (tap0=3, tap1=5), veth-imds-br=6, veth-imds=7, one pod-local address of
- * each family (the pod IP, its /128), no passt.  Shared by test_nft.c and
+ * each family (the pod IP, its /128), no passt.  Shared by test_steer.c and
  * tests/lib/steer_commit.c, which commits it for tests/fixtures/nft/regen.sh. */
 #ifndef IMDS_TESTS_STEER_GOLDEN_H
 #define IMDS_TESTS_STEER_GOLDEN_H
