@@ -22,6 +22,8 @@
 # The folders above the pods folder are opened to UID 107 (o+x): in a pod the
 # sidecar sees the emptyDir mounted at /run/imds-node, here at its host path.
 # shellcheck shell=bash
+[[ -z ${PODFOLDER_LOADED:-} ]] || return 0
+PODFOLDER_LOADED=1
 
 # The sidecar runs as UID 107 and reads its data below NET_TMP: a checkout
 # in root's home (/root is 0700) is out of its reach, so the folder moves
