@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # The hop limit (IMDS_HOP_LIMIT, default 1): every answer leaves the sidecar
 # with that IP TTL, SYN-ACKs included.  A guest on the bridge is one link
 # away and served; a workload the guest routes (a container, a nested

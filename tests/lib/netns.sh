@@ -34,10 +34,12 @@
 #                                 suite (tests/lib/podfolder.sh), its lines in
 #                                 IMDS_LOG; from the environment
 #                                 (IMDS_TEST_NET_MODE), else the suite's header
-#                                 line "# imds-net-mode: agent", else pod
+#                                 line "# imds-net-mode: agent" (lines 2-12),
+#                                 else pod
 #   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254,
 #                                 its IPv6 addresses and solicitations for them
 #   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
+#   wait_for_line FILE REGEX [S]  until FILE has a line matching REGEX
 #   in_pod/in_vm/in_node CMD...
 # shellcheck shell=bash
 
@@ -74,11 +76,12 @@ export IMDS_SERVER REPO PY
 # The network mode the suite runs the sidecar in (imds_start).
 if [[ -n ${IMDS_TEST_NET_MODE:-} ]]; then
 	IMDS_NET_MODE_TEST=$IMDS_TEST_NET_MODE
-elif grep -qx '# imds-net-mode: agent' "$0" 2>/dev/null; then
-	IMDS_NET_MODE_TEST=agent
 else
-	IMDS_NET_MODE_TEST=pod
+	# the header, as tests/run.sh reads "# imds-variants:"
+	IMDS_NET_MODE_TEST=$(sed -n '2,12s/^# imds-net-mode: \([a-z]*\).*/\1/p' "$0" 2>/dev/null | head -1)
+	IMDS_NET_MODE_TEST=${IMDS_NET_MODE_TEST:-pod}
 fi
+[[ $IMDS_NET_MODE_TEST == pod ]] || echo "# the sidecar's network mode: agent"
 case $IMDS_NET_MODE_TEST in
 pod | agent) ;;
 *)
@@ -1065,6 +1068,16 @@ node_capture_show() {
 node_capture_file() { echo "$NET_TMP/$NS_NODE-${1:-cali0}.pcap"; }
 
 sysctl_pod() { in_pod cat "/proc/sys/net/ipv4/conf/$1"; }
+
+# wait_for_line FILE REGEX [TIMEOUT_S]: until FILE has a line matching REGEX.
+wait_for_line() {
+	local f=$1 re=$2 t=${3:-10} i
+	for ((i = 0; i < t * 50; i++)); do
+		grep -qE "$re" "$f" 2>/dev/null && return 0
+		sleep 0.02
+	done
+	return 1
+}
 
 now_ms() { date +%s%3N; }
 
