@@ -74,6 +74,8 @@ struct pod {
 	struct plumb_state ps;
 	struct steer_state want, have;
 	int programmed, guard_sent, serving;
+	int v6_said;      /* "IPv6 is off in the pod" logged */
+	int waiting_said; /* "waiting for the VM's tap(s)" logged since it last served */
 	struct responder resp;
 	int sent_if, sent_v6;
 	int hold6;            /* passt's pods: plumb_port_hold6, held here, or -1 */
@@ -148,6 +150,30 @@ static void pod_say(struct pod *p, const char *fmt, ...)
 		return;
 	snprintf(p->said, sizeof(p->said), "%s", line);
 	log_info("pod %s: %s", p->uid, line);
+}
+
+/* What a pod waits for, as the in-pod sidecar says it (src/sidecar/run.c
+ * start_waiting): the operator reads it in the agent's log. */
+static void say_waiting(const struct pod *p)
+{
+	char names[160] = "";
+	size_t at = 0;
+	if (!p->pc.ifs) {
+		log_info("pod %s: waiting for a VM tap on bridge %s", p->uid,
+			 p->pc.bridge ? p->pc.bridge : "k6t-*");
+		return;
+	}
+	if (!p->pc.nwanted)
+		return; /* nothing it could serve: the sidecar says so */
+	for (size_t i = 0; i < p->pc.ifs->n && at < sizeof(names); i++) {
+		if (!ifaces_kind_has_tap(p->pc.ifs->e[i].kind))
+			continue;
+		int k = snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "",
+				 p->pc.ifs->e[i].tap);
+		if (k > 0)
+			at += (size_t)k;
+	}
+	log_info("pod %s: waiting for the VM's tap(s): %s", p->uid, names);
 }
 
 static int enter(struct pod *p)
@@ -690,6 +716,13 @@ static void pod_pass(struct pod *p)
 		log_error("pod %s: %s", p->uid, err);
 		goto out;
 	}
+	/* As the in-pod sidecar says it (src/sidecar/run.c): the operator
+	 * reads it in the agent's log now. */
+	if (!p->ps.v6 && !p->v6_said) {
+		log_info("pod %s: IPv6 is off in the pod (%s): 169.254.169.254 only", p->uid,
+			 p->ps.v6_off);
+		p->v6_said = 1;
+	}
 	if ((ret = ensure_rules(p)) || (ret = resp_ensure(&p->resp, p->ps.veth, p->ps.v6)))
 		goto out;
 	if (p->ps.veth && (p->ps.veth != p->sent_if || p->ps.v6 != p->sent_v6) &&
@@ -708,7 +741,12 @@ static void pod_pass(struct pod *p)
 		plumb_changes_text(changes, what, sizeof(what));
 		log_info("pod %s: restored plumbing (%s)", p->uid, what);
 		n->ctr.restored++;
+	} else if (!servable && (p->serving || !p->waiting_said)) {
+		if (p->serving)
+			log_info("pod %s: the VM's tap(s) are gone", p->uid);
+		say_waiting(p);
 	}
+	p->waiting_said = !servable; /* said above, or before */
 	p->serving = servable;
 out:
 	leave(n);
