@@ -152,6 +152,30 @@ static void pod_say(struct pod *p, const char *fmt, ...)
 	log_info("pod %s: %s", p->uid, line);
 }
 
+/* The taps served, each with its interface and binding when the webhook
+ * named them, as the in-pod sidecar says them (src/sidecar/run.c
+ * describe_taps). */
+static void describe_taps(const struct pod *p, char *out, size_t cap)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t t = 0; t < p->want.ntaps && at < cap; t++) {
+		const char *name = NULL, *kind = NULL;
+		for (size_t i = 0; p->pc.ifs && i < p->pc.ifs->n; i++) {
+			if (strcmp(p->pc.ifs->e[i].tap, p->want.taps[t].name) == 0) {
+				name = p->pc.ifs->e[i].name;
+				kind = ifaces_kind_name(p->pc.ifs->e[i].kind);
+			}
+		}
+		int k = name ? snprintf(out + at, cap - at, "%s%s (%s, %s)", t ? ", " : "",
+					p->want.taps[t].name, name, kind)
+			     : snprintf(out + at, cap - at, "%s%s", t ? ", " : "", p->want.taps[t].name);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
+}
+
 /* What a pod waits for, as the in-pod sidecar says it (src/sidecar/run.c
  * start_waiting): the operator reads it in the agent's log. */
 static void say_waiting(const struct pod *p)
@@ -545,6 +569,10 @@ static int pod_activate(struct pod *p)
 	log_info("pod %s: sidecar pid %d, VM %s/%s, port %u, hop limit %u%s%s", p->uid, (int)p->pid,
 		 p->msg.ns, p->msg.name, p->msg.port, p->msg.hops,
 		 p->msg.have_ifaces ? ", interfaces " : "", p->msg.have_ifaces ? p->msg.ifaces : "");
+	if (!p->msg.have_ifaces)
+		log_info("pod %s: IMDS_INTERFACES not set (a launcher pod admitted without the VMI's "
+			 "imds.kubevirt.io/interfaces): serving the taps of %s",
+			 p->uid, p->pc.bridge ? p->pc.bridge : "every k6t-* bridge");
 	return 0;
 }
 
@@ -732,10 +760,15 @@ static void pod_pass(struct pod *p)
 	}
 	int servable = p->pc.passt || p->want.ntaps > 0;
 	if (servable && !p->serving) {
+		char taps[320];
+		describe_taps(p, taps, sizeof(taps));
 		n->ctr.served++;
-		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config", p->uid,
-			 p->want.ntaps, p->pc.passt ? " and passt" : "",
-			 (unsigned long long)(loop_clock_ms() - p->since_ms));
+		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config: to "
+			 "%s%s%s, hop limit %u",
+			 p->uid, p->want.ntaps, p->pc.passt ? " and passt" : "",
+			 (unsigned long long)(loop_clock_ms() - p->since_ms), taps,
+			 p->want.ntaps && p->pc.passt ? " and " : "",
+			 p->pc.passt ? "passt (over the pod's loopback)" : "", p->msg.hops);
 	} else if (servable && changes) {
 		char what[160];
 		plumb_changes_text(changes, what, sizeof(what));

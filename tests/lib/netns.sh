@@ -913,12 +913,17 @@ imds_start_agent() {
 }
 
 # imds_wait_serving [N] [TIMEOUT_S]: until the log has N "net: serving" lines.
+# Agent mode: N of the agent's "pod <UID>: serving" lines (said, as pod mode's,
+# when the pod turns servable: its taps steered) and the sidecar's line that it
+# serves on the agent's listeners (which it says once they are passed, taps
+# or not), then imds_as_cluster.
 imds_wait_serving() {
-	local want=${1:-1} t=${2:-10} i
+	local want=${1:-1} t=${2:-10} i re='net: serving'
+	[[ $IMDS_NET_MODE_TEST == agent ]] && re='imds-node info: pod [^ ]*: serving '
 	for ((i = 0; i < t * 100; i++)); do
-		if (($(grep -c 'net: serving' "$IMDS_LOG") >= want)); then
+		if (($(grep -cE "$re" "$IMDS_LOG") >= want)); then
 			[[ $IMDS_NET_MODE_TEST == agent ]] || return 0
-			imds_as_cluster
+			wait_for_line "$IMDS_LOG" 'net: serving .* from the node agent' 2 && imds_as_cluster
 			return
 		fi
 		kill -0 "$IMDS_PID" 2>/dev/null || return 1
