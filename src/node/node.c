@@ -74,6 +74,8 @@ struct pod {
 	struct plumb_state ps;
 	struct steer_state want, have;
 	int programmed, guard_sent, serving;
+	int v6_said;      /* "IPv6 is off in the pod" logged */
+	int waiting_said; /* "waiting for the VM's tap(s)" logged since it last served */
 	struct responder resp;
 	int sent_if, sent_v6;
 	int hold6;            /* passt's pods: plumb_port_hold6, held here, or -1 */
@@ -169,6 +171,54 @@ static void pod_say(struct pod *p, const char *fmt, ...)
 		return;
 	snprintf(p->said, sizeof(p->said), "%s", line);
 	log_info("pod %s: %s", p->uid, line);
+}
+
+/* The taps served, each with its interface and binding when the webhook
+ * named them, as the in-pod sidecar says them (src/sidecar/run.c
+ * describe_taps). */
+static void describe_taps(const struct pod *p, char *out, size_t cap)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t t = 0; t < p->want.ntaps && at < cap; t++) {
+		const char *name = NULL, *kind = NULL;
+		for (size_t i = 0; p->pc.ifs && i < p->pc.ifs->n; i++) {
+			if (strcmp(p->pc.ifs->e[i].tap, p->want.taps[t].name) == 0) {
+				name = p->pc.ifs->e[i].name;
+				kind = ifaces_kind_name(p->pc.ifs->e[i].kind);
+			}
+		}
+		int k = name ? snprintf(out + at, cap - at, "%s%s (%s, %s)", t ? ", " : "",
+					p->want.taps[t].name, name, kind)
+			     : snprintf(out + at, cap - at, "%s%s", t ? ", " : "", p->want.taps[t].name);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
+}
+
+/* What a pod waits for, as the in-pod sidecar says it (src/sidecar/run.c
+ * start_waiting): the operator reads it in the agent's log. */
+static void say_waiting(const struct pod *p)
+{
+	char names[160] = "";
+	size_t at = 0;
+	if (!p->pc.ifs) {
+		log_info("pod %s: waiting for a VM tap on bridge %s", p->uid,
+			 p->pc.bridge ? p->pc.bridge : "k6t-*");
+		return;
+	}
+	if (!p->pc.nwanted)
+		return; /* nothing it could serve: the sidecar says so */
+	for (size_t i = 0; i < p->pc.ifs->n && at < sizeof(names); i++) {
+		if (!ifaces_kind_has_tap(p->pc.ifs->e[i].kind))
+			continue;
+		int k = snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "",
+				 p->pc.ifs->e[i].tap);
+		if (k > 0)
+			at += (size_t)k;
+	}
+	log_info("pod %s: waiting for the VM's tap(s): %s", p->uid, names);
 }
 
 static int enter(struct pod *p)
@@ -557,6 +607,10 @@ static int pod_activate(struct pod *p)
 	log_info("pod %s: sidecar pid %d, VM %s/%s, port %u, hop limit %u%s%s", p->uid, (int)p->pid,
 		 p->msg.ns, p->msg.name, p->msg.port, p->msg.hops,
 		 p->msg.have_ifaces ? ", interfaces " : "", p->msg.have_ifaces ? p->msg.ifaces : "");
+	if (!p->msg.have_ifaces)
+		log_info("pod %s: IMDS_INTERFACES not set (a launcher pod admitted without the VMI's "
+			 "imds.kubevirt.io/interfaces): serving the taps of %s",
+			 p->uid, p->pc.bridge ? p->pc.bridge : "every k6t-* bridge");
 	return 0;
 }
 
@@ -728,6 +782,13 @@ static void pod_pass(struct pod *p)
 		log_error("pod %s: %s", p->uid, err);
 		goto out;
 	}
+	/* As the in-pod sidecar says it (src/sidecar/run.c): the operator
+	 * reads it in the agent's log now. */
+	if (!p->ps.v6 && !p->v6_said) {
+		log_info("pod %s: IPv6 is off in the pod (%s): 169.254.169.254 only", p->uid,
+			 p->ps.v6_off);
+		p->v6_said = 1;
+	}
 	if ((ret = ensure_rules(p)) || (ret = resp_ensure(&p->resp, p->ps.veth, p->ps.v6)))
 		goto out;
 	if (p->ps.veth && (p->ps.veth != p->sent_if || p->ps.v6 != p->sent_v6) &&
@@ -737,16 +798,26 @@ static void pod_pass(struct pod *p)
 	}
 	int servable = p->pc.passt || p->want.ntaps > 0;
 	if (servable && !p->serving) {
+		char taps[320];
+		describe_taps(p, taps, sizeof(taps));
 		n->ctr.served++;
-		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config", p->uid,
-			 p->want.ntaps, p->pc.passt ? " and passt" : "",
-			 (unsigned long long)(loop_clock_ms() - p->since_ms));
+		log_info("pod %s: serving %zu tap(s)%s, ready %llu ms after the sidecar's config: to "
+			 "%s%s%s, hop limit %u",
+			 p->uid, p->want.ntaps, p->pc.passt ? " and passt" : "",
+			 (unsigned long long)(loop_clock_ms() - p->since_ms), taps,
+			 p->want.ntaps && p->pc.passt ? " and " : "",
+			 p->pc.passt ? "passt (over the pod's loopback)" : "", p->msg.hops);
 	} else if (servable && changes) {
 		char what[160];
 		plumb_changes_text(changes, what, sizeof(what));
 		log_info("pod %s: restored plumbing (%s)", p->uid, what);
 		n->ctr.restored++;
+	} else if (!servable && (p->serving || !p->waiting_said)) {
+		if (p->serving)
+			log_info("pod %s: the VM's tap(s) are gone", p->uid);
+		say_waiting(p);
 	}
+	p->waiting_said = !servable; /* said above, or before */
 	p->serving = servable;
 out:
 	leave(n);

@@ -16,6 +16,8 @@
 #include "addr.h"
 #include "log.h"
 #include "nodemsg.h"
+#include "plan.h"
+#include "run.h"
 
 #define MISSING_FIRST_MS 10000u /* the first "no agent yet" line */
 #define MISSING_EVERY_MS 30000u
@@ -410,6 +412,11 @@ int nodelink_run(struct loop *l, struct http_server *http, const struct imds_con
 	log_info("net: agent mode: no network change from this process; waiting for the node "
 		 "agent on %s",
 		 sock_path);
+	{
+		struct plan_cfg pc;
+		if (plan_cfg_init(&pc, cfg, err, sizeof(err)) == 0)
+			run_tell_interfaces(&pc);
+	}
 	ret = loop_run(l);
 	log_flush();
 	if (ret < 0)

@@ -416,17 +416,17 @@ static void on_retry_timer(struct loop *l, int fd, void *data, int mask)
 /* ---- entry points -------------------------------------------------------- */
 
 /* What the webhook said about the interfaces, once: which are served, which
- * cannot be and why. */
-static void tell_interfaces(struct run *r)
+ * cannot be and why (in agent mode too: nodelink.c). */
+void run_tell_interfaces(const struct plan_cfg *pc)
 {
-	if (!r->pc.ifs) {
+	if (!pc->ifs) {
 		log_info("net: IMDS_INTERFACES not set (a launcher pod admitted without the VMI's "
 			 "imds.kubevirt.io/interfaces): serving the taps of %s",
-			 r->pc.bridge ? r->pc.bridge : "every k6t-* bridge");
+			 pc->bridge ? pc->bridge : "every k6t-* bridge");
 		return;
 	}
-	for (size_t i = 0; i < r->pc.ifs->n; i++) {
-		const struct ifaces_entry *e = &r->pc.ifs->e[i];
+	for (size_t i = 0; i < pc->ifs->n; i++) {
+		const struct ifaces_entry *e = &pc->ifs->e[i];
 		const char *why = ifaces_kind_unserved(e->kind);
 		if (why)
 			log_info("net: interface %s (%s) cannot be served: %s", e->name,
@@ -437,7 +437,7 @@ static void tell_interfaces(struct run *r)
 			log_info("net: interface %s (%s): served through %s", e->name,
 				 ifaces_kind_name(e->kind), e->tap);
 	}
-	if (!r->pc.passt && !r->pc.nwanted)
+	if (!pc->passt && !pc->nwanted)
 		log_info("net: no interface of this VM can reach the service; the sidecar stays idle");
 }
 
@@ -534,7 +534,7 @@ int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg
 		log_error("net: %s", err);
 		return 1;
 	}
-	tell_interfaces(r);
+	run_tell_interfaces(&r->pc);
 	reconcile(r);
 	ret = loop_run(l);
 	log_flush();

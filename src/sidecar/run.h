@@ -11,5 +11,9 @@
 int run_main(struct loop *l, struct imds_app *app, const struct imds_config *cfg);
 /* One-shot plumbing; returns the exit status (0, or 1 with a message). */
 int init_main(const struct imds_config *cfg);
+/* Says once which of the webhook's interfaces are served and which cannot
+ * be (the in-pod sidecar, and the sidecar in agent mode: it has the list). */
+struct plan_cfg;
+void run_tell_interfaces(const struct plan_cfg *pc);
 
 #endif

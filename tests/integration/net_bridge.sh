@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # Bridge binding on the pod network and a managedTap plugin, built as
 # KubeVirt builds them (tests/lib/netns.sh launcher_bridge,
 # launcher_managedtap): the CNI's eth0 renamed eth0-nic and bridged to the

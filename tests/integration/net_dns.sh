@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # DNS at 169.254.169.254 (issue 32): where the node's resolver is
 # 169.254.169.254 (GKE's metadata server answers DNS there), a guest given
 # that nameserver (KubeVirt's DHCP and passt hand the guest the pod's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # IPv6 (issue 22): the service on fd00:ec2::254 (AWS's, routed through the
 # guest's gateway) and fe80::a9fe:a9fe (OpenStack's, on the VM's link)
 # beside 169.254.169.254, in launcher pods as tests/lib/netns.sh builds
@@ -71,10 +72,20 @@ ip -n "$NS_OTHER" -6 route replace default via fd10:0:2::1
 
 node_capture_start
 imds_start IMDS_INTERFACES=default:masquerade:tap0,net1:masquerade:tap1,net2:masquerade:tap2
-if imds_wait_serving 1 10 && grep -q "serving 169.254.169.254, \[$G6\], \[$L6\]:80" "$IMDS_LOG"; then
+# (agent mode: the sidecar says how many listeners the agent passed; which
+# they are, the pod's listening sockets say, each bound to veth-imds)
+serving3() {
+	if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+		grep -q 'serving 169.254.169.254:80 and IPv6 on 3 listener(s) from the node agent' "$IMDS_LOG" &&
+			[[ "$(in_pod ss -Hltn | awk '{print $4}' | sort | tr '\n' ' ')" == "169.254.169.254%veth-imds:80 [$G6]%veth-imds:80 [$L6]%veth-imds:80 " ]]
+	else
+		grep -q "serving 169.254.169.254, \[$G6\], \[$L6\]:80" "$IMDS_LOG"
+	fi
+}
+if imds_wait_serving 1 10 && serving3; then
 	ok "run: serving 169.254.169.254, [$G6] and [$L6]"
 else
-	not_ok "run: serving 169.254.169.254, [$G6] and [$L6]" "$(imds_log_tail)"
+	not_ok "run: serving 169.254.169.254, [$G6] and [$L6]" "$(imds_log_tail)" "$(in_pod ss -Hltn)"
 fi
 # the guests' link-local addresses finish duplicate address detection
 for _ in $(seq 300); do
@@ -175,6 +186,8 @@ fi
 expect_eq "IPv6 plumbing restored once: fd00:ec2::254/128, fe80::a9fe:a9fe/64, two rules, the table's route" "1 1 2 1" \
 	"$(in_pod ip -6 -o addr show dev veth-imds | grep -c "$G6/128") $(in_pod ip -6 -o addr show dev veth-imds | grep -c "$L6/64") $(in_pod ip -6 rule show | grep -c 'lookup 169254') $(in_pod ip -6 route show table 169254 | grep -c '^default dev veth-imds')"
 imds_stop
+# (pod mode: the sidecar's stop line counts its responder's answers; in agent
+# mode the responder is the agent's, which counts none of them)
 grep -q 'neighbour advertisements' "$IMDS_LOG" &&
 	expect_eq "the responder answered the solicitations (stop line)" 1 \
 		"$(grep -cE 'stopped \([0-9]+ ARP replies, [1-9][0-9]* neighbour advertisements' "$IMDS_LOG")"

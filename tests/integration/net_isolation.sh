@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # Only the VM reaches the server.  In KubeVirt's masquerade pod: a
 # neighbour on the pod's eth0 side that routes 169.254.169.254 through the
 # pod gets no answer from the sidecar (KubeVirt's PREINBOUND hands it to the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # Masquerade with Istio's sidecar (sidecar.istio.io/inject: "true"):
 # KubeVirt's Istio NAT variant plus Istio's own rules — the first PREROUTING
 # rule takes every TCP connection the guest makes on k6t-eth0 to Envoy's

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # The VM's tap appears after `run` started (virt-handler builds the pod's
 # network once the compute container runs, after the native sidecar): the
 # sidecar waits on rtnetlink events, with no deadline and no polling, has
 # the fallback rules in from its first moment, and steers the tap within
 # 100 ms of its appearance.  The tap going away and coming back (a
 # relaunched setup) is followed too; SIGTERM while waiting is prompt.
-# (root)
+# Agent mode: imds-node waits, steers and says so (its lines in IMDS_LOG,
+# "pod <UID>: " where the sidecar says "net: "); the sidecar, waiting on its
+# socket, must not wake either.  (root)
 set -uo pipefail
 # shellcheck source=../lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
@@ -17,9 +20,15 @@ if ! ns_setup || ! node_link 1400; then
 	tap_done
 	exit 1
 fi
+# who says what of the network: the sidecar, or in agent mode the agent
+says='net: '
+[[ $IMDS_NET_MODE_TEST == agent ]] && says='imds-node info: pod [^ ]*: '
 imds_start IMDS_INTERFACES=default:masquerade:tap0
 for _ in $(seq 200); do grep -q 'waiting for the VM' "$IMDS_LOG" && break; sleep 0.01; done
-if grep -q "net: waiting for the VM's tap(s): tap0" "$IMDS_LOG"; then ok "run: waits for tap0 and says so"; else not_ok "run: waits for tap0 and says so" "$(imds_log_tail)"; fi
+if grep -qE "${says}waiting for the VM's tap\(s\): tap0" "$IMDS_LOG"; then ok "run: waits for tap0 and says so"; else not_ok "run: waits for tap0 and says so" "$(imds_log_tail)"; fi
+if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+	if imds_as_cluster; then ok "agent mode: the sidecar as UID 107 with no capability, on the agent's listeners"; else not_ok "agent mode: the sidecar as UID 107 with no capability, on the agent's listeners" "$(imds_log_tail)"; fi
+fi
 expect_eq "run: the fallback rules are in before any tap (ip, ip6, bridge)" "table ip kubevirt_imds table ip6 kubevirt_imds table bridge kubevirt_imds" \
 	"$(in_pod nft list tables | grep kubevirt_imds | tr '\n' ' ' | sed 's/ $//')"
 sleep 2
@@ -57,7 +66,7 @@ if grep -q '"ok": true' <<<"$out"; then ok "cloud-init fetch after the late tap"
 kill "${BG_PIDS[-1]}" 2>/dev/null # the guest's tapwire
 ip -n "$NS_POD" link del tap0
 for _ in $(seq 200); do grep -q "the VM's tap(s) are gone" "$IMDS_LOG" && break; sleep 0.01; done
-if grep -q "the VM's tap(s) are gone" "$IMDS_LOG" && kill -0 "$IMDS_PID" 2>/dev/null; then
+if grep -qE "${says}the VM's tap\(s\) are gone" "$IMDS_LOG" && kill -0 "$IMDS_PID" 2>/dev/null; then
 	ok "tap deleted: back to waiting, still running"
 else
 	not_ok "tap deleted: back to waiting, still running" "$(imds_log_tail)"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # A guest with only a link-local address (169.254.10.20/16, no gateway)
 # ARPs for 169.254.169.254 through its tap; with net.ipv4.conf.all.arp_ignore=8
 # in the pod the kernel cannot answer, so only the sidecar's responder can.

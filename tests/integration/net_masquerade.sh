@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # `imds-server run` in a launcher pod built exactly as KubeVirt builds the
 # masquerade binding (k6t-eth0 02:00:00:00:00:00 10.0.2.1/24 with
 # route_localnet, a multi-queue tap owned by 107, ip_forward=1, KubeVirt's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # A VM with two NICs: masquerade on the pod network, bridge binding on a
 # Multus network (a bridge CNI NAD with no IPAM, shared with another host
 # on its L2).  KubeVirt builds k6t-eth0/tap0 first, then k6t-<11 hex of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # The pod of a VMI from before KubeVirt's hashed interface names, and of its
 # migration targets (KubeVirt keeps the source pod's ordinal scheme:
 # pkg/network/pod/annotations/generator.go:93-113): the Multus network's pod

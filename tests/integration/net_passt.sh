@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # passt (core passtBinding or the plugin): KubeVirt adds only two sysctls
 # to the pod (tests/lib/netns.sh launcher_passt); passt in the pod answers
 # the guest's ARP and DHCP itself and carries each of its TCP flows over a
@@ -130,7 +131,11 @@ fi
 
 node_capture_start cali0
 imds_start IMDS_INTERFACES=default:passt
-if imds_wait_serving 1 10 && grep -q 'serving .* to passt (over the pod.s loopback)' "$IMDS_LOG"; then
+# (agent mode: the agent says it serves passt, with no tap; its line and the
+# sidecar's come from two processes, in either order)
+passt_re='serving .* to passt \(over the pod.s loopback\)'
+[[ $IMDS_NET_MODE_TEST == agent ]] && passt_re='imds-node info: pod [^ ]*: serving 0 tap\(s\) and passt'
+if imds_wait_serving 1 10 && wait_for_line "$IMDS_LOG" "$passt_re" 2; then
 	ok "run: serving at once, no tap to wait for"
 else
 	not_ok "run: serving at once" "$(imds_log_tail)"

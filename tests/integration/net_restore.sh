@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# imds-net-mode: agent (the sidecar as UID 107 with no capability, imds-node over a pods folder: tests/lib/netns.sh)
 # Something removes part of the plumbing while the guest is being served:
 # the sidecar sees it on its rtnetlink or nf_tables subscription and
 # restores it; the guest is served again within 1 s, and nothing ends up

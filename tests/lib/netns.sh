@@ -27,9 +27,19 @@
 #   imds_start [VAR=value...]     imds-server run in the pod; IMDS_PID, IMDS_LOG
 #   imds_wait_serving [N]         until the Nth "net: serving" line (default 1)
 #   imds_stop                     SIGTERM and wait
+#   IMDS_NET_MODE_TEST            pod (run as root plumbs its pod) or agent: the
+#                                 sidecar as the cluster runs it (UID 107, no
+#                                 capability, IMDS_NET_MODE=agent, in its pod's
+#                                 cgroup and folder) and one imds-node for the
+#                                 suite (tests/lib/podfolder.sh), its lines in
+#                                 IMDS_LOG; from the environment
+#                                 (IMDS_TEST_NET_MODE), else the suite's header
+#                                 line "# imds-net-mode: agent" (lines 2-12),
+#                                 else pod
 #   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254,
 #                                 its IPv6 addresses and solicitations for them
 #   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
+#   wait_for_line FILE REGEX [S]  until FILE has a line matching REGEX
 #   in_pod/in_vm/in_node CMD...
 # shellcheck shell=bash
 
@@ -63,6 +73,22 @@ POD_GW6=fe80::ecee:eeff:feee:eeee
 # shellcheck disable=SC2034 # read by the suites
 POD_LL6=fe80::858:aff:fef4:105
 export IMDS_SERVER REPO PY
+# The network mode the suite runs the sidecar in (imds_start).
+if [[ -n ${IMDS_TEST_NET_MODE:-} ]]; then
+	IMDS_NET_MODE_TEST=$IMDS_TEST_NET_MODE
+else
+	# the header, as tests/run.sh reads "# imds-variants:"
+	IMDS_NET_MODE_TEST=$(sed -n '2,12s/^# imds-net-mode: \([a-z]*\).*/\1/p' "$0" 2>/dev/null | head -1)
+	IMDS_NET_MODE_TEST=${IMDS_NET_MODE_TEST:-pod}
+fi
+[[ $IMDS_NET_MODE_TEST == pod ]] || echo "# the sidecar's network mode: agent"
+case $IMDS_NET_MODE_TEST in
+pod | agent) ;;
+*)
+	echo "netns.sh: IMDS_TEST_NET_MODE: want pod or agent, got '$IMDS_NET_MODE_TEST'" >&2
+	exit 2
+	;;
+esac
 
 netns_cleanup() {
 	local ns p
@@ -843,6 +869,10 @@ imds_start() {
 	# One log per start; earlier ones are kept for imds_log_clean.
 	[[ -s "$IMDS_LOG" ]] && cat "$IMDS_LOG" >>"$NET_TMP/earlier.log"
 	: >"$IMDS_LOG"
+	if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+		imds_start_agent "$@"
+		return
+	fi
 	ip netns exec "$NS_POD" env IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
 		IMDS_POD_NAME=virt-launcher-netvm-abcde IMDS_SA_NAME=default \
 		IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
@@ -851,14 +881,69 @@ imds_start() {
 	IMDS_PID=$!
 }
 
+# The pod's UID in agent mode: one per launcher netns (a UUID from its name),
+# so a suite that builds pod after pod gives the agent one pod each.
+imds_pod_uid() {
+	local h
+	h=$(printf "%s" "$NS_POD" | md5sum)
+	echo "${h:0:8}-${h:8:4}-${h:12:4}-${h:16:4}-${h:20:12}"
+}
+
+# imds_start in agent mode: what podfolder.sh's sidecar_start does (the pod's
+# cgroup, its imds-node folder, UID 107 with no capability, IMDS_NET_MODE=
+# agent) with the suite's identity and VAR=value...; the suite's imds-node is
+# started on the first start, appending to IMDS_LOG (O_APPEND: each start's
+# truncation starts its lines over with the sidecar's).
+imds_start_agent() {
+	local uid dir cg
+	uid=$(imds_pod_uid)
+	dir=$(pod_folder "$uid") && cg=$(pod_cgroup "$uid") || return 1
+	chmod -R a+rX "$NET_TMP/data" "$NET_TMP/tokens"
+	[[ -n $AGENT_PID ]] || agent_start "$IMDS_LOG" || return 1
+	# shellcheck disable=SC2016 # $$ is the inner shell's
+	sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg" "$dir" \
+		ip netns exec "$NS_POD" env IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock \
+		IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
+		IMDS_POD_NAME=virt-launcher-netvm-abcde IMDS_SA_NAME=default \
+		IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
+		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" \
+		setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
+		"${IMDS_WRAP[@]}" "$IMDS_SERVER" run >>"$IMDS_LOG" 2>&1 &
+	IMDS_PID=$!
+}
+
 # imds_wait_serving [N] [TIMEOUT_S]: until the log has N "net: serving" lines.
+# Agent mode: N of the agent's "pod <UID>: serving" lines (said, as pod mode's,
+# when the pod turns servable: its taps steered) and the sidecar's line that it
+# serves on the agent's listeners (which it says once they are passed, taps
+# or not), then imds_as_cluster.
 imds_wait_serving() {
-	local want=${1:-1} t=${2:-10} i
+	local want=${1:-1} t=${2:-10} i re='net: serving'
+	[[ $IMDS_NET_MODE_TEST == agent ]] && re='imds-node info: pod [^ ]*: serving '
 	for ((i = 0; i < t * 100; i++)); do
-		(($(grep -c 'net: serving' "$IMDS_LOG") >= want)) && return 0
+		if (($(grep -cE "$re" "$IMDS_LOG") >= want)); then
+			[[ $IMDS_NET_MODE_TEST == agent ]] || return 0
+			wait_for_line "$IMDS_LOG" 'net: serving .* from the node agent' 2 && imds_as_cluster
+			return
+		fi
 		kill -0 "$IMDS_PID" 2>/dev/null || return 1
 		sleep 0.01
 	done
+	return 1
+}
+
+# imds_as_cluster: in agent mode, the sidecar serves on the agent's listeners,
+# as UID 107 with no capability at all (CapEff, CapPrm, CapBnd in /proc); else
+# says what differs (in IMDS_LOG, which the suites show) and fails.
+imds_as_cluster() {
+	local caps u
+	caps=$(caps_of "$IMDS_PID" 2>/dev/null)
+	u=$(awk '/^Uid/ {print $2, $3, $4, $5}' "/proc/$IMDS_PID/status" 2>/dev/null)
+	if [[ $caps == "0000000000000000 0000000000000000 0000000000000000" && $u == "107 107 107 107" ]] &&
+		grep -q 'net: serving .* from the node agent' "$IMDS_LOG"; then
+		return 0
+	fi
+	echo "netns.sh: not as the cluster runs it: Uid $u, CapEff CapPrm CapBnd $caps, $(grep -c 'from the node agent' "$IMDS_LOG") line(s) from the node agent" >>"$IMDS_LOG"
 	return 1
 }
 
@@ -877,10 +962,22 @@ imds_log_tail() {
 	tail -n "${1:-20}" "$IMDS_LOG" | sed 's/^/#   /'
 }
 
-# Sanitizer reports in the server log fail the suite.
+# Sanitizer reports in the server log fail the suite.  In agent mode the
+# agent is stopped first (SIGTERM: what it reports at exit, LeakSanitizer's,
+# is in the log then) and must have exited 0.
 imds_log_clean() {
+	if [[ $IMDS_NET_MODE_TEST == agent && -n $AGENT_PID ]]; then
+		local st=0
+		kill -TERM "$AGENT_PID" 2>/dev/null
+		wait "$AGENT_PID" || st=$?
+		AGENT_PID=
+		if ((st != 0)); then
+			echo "imds-node exited $st" >>"$IMDS_LOG"
+			return 1
+		fi
+	fi
 	! cat "$NET_TMP/earlier.log" "$IMDS_LOG" 2>/dev/null |
-		grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:'
+		grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|imds-node exited'
 }
 
 # guest_get NS PATH [curl args...]: one HTTP GET to 169.254.169.254 from a guest.
@@ -977,4 +1074,21 @@ node_capture_file() { echo "$NET_TMP/$NS_NODE-${1:-cali0}.pcap"; }
 
 sysctl_pod() { in_pod cat "/proc/sys/net/ipv4/conf/$1"; }
 
+# wait_for_line FILE REGEX [TIMEOUT_S]: until FILE has a line matching REGEX.
+wait_for_line() {
+	local f=$1 re=$2 t=${3:-10} i
+	for ((i = 0; i < t * 50; i++)); do
+		grep -qE "$re" "$f" 2>/dev/null && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
 now_ms() { date +%s%3N; }
+
+# Agent mode: the pods folder, the pods' cgroups and imds-node (a suite that
+# sources podfolder.sh itself gets it once).
+if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+	# shellcheck source=podfolder.sh
+	. "$NETNS_LIB/podfolder.sh"
+fi

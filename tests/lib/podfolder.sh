@@ -19,9 +19,12 @@
 #                                   pods folder read-only to it
 #   agent_stop [SIG]                SIGTERM (or SIG) and wait
 #   caps_of PID                     "CapEff CapPrm CapBnd" of a process
+#   (wait_for_line: netns.sh's)
 # The folders above the pods folder are opened to UID 107 (o+x): in a pod the
 # sidecar sees the emptyDir mounted at /run/imds-node, here at its host path.
 # shellcheck shell=bash
+[[ -z ${PODFOLDER_LOADED:-} ]] || return 0
+PODFOLDER_LOADED=1
 
 # The sidecar runs as UID 107 and reads its data below NET_TMP: a checkout
 # in root's home (/root is 0700) is out of its reach, so the folder moves
@@ -146,12 +149,4 @@ caps_of() {
 	awk '/^CapEff/ {e=$2} /^CapPrm/ {p=$2} /^CapBnd/ {b=$2} END {print e, p, b}' "/proc/$1/status"
 }
 
-# wait_for_line FILE REGEX [TIMEOUT_S]: until FILE has a line matching REGEX.
-wait_for_line() {
-	local f=$1 re=$2 t=${3:-10} i
-	for ((i = 0; i < t * 50; i++)); do
-		grep -qE "$re" "$f" 2>/dev/null && return 0
-		sleep 0.02
-	done
-	return 1
-}
+# (wait_for_line FILE REGEX [TIMEOUT_S]: netns.sh's)
