@@ -99,6 +99,12 @@
 # both proved nothing the second time but the emulator's patience (five boots,
 # ~12 of CI's minutes, measured 2026-11-27). VM_BOOT_SCENARIOS=all boots every
 # scenario in either build.
+#
+# A scenario is a row of the scenario table below (its build, guest, runner,
+# binding, settings); what differs between bindings is a row of the binding
+# table in tests/lib/vm_launch.sh, which also builds the launcher pod and boots
+# the guest; tests/lib/vm_checks.sh checks the booted guest, and
+# tests/lib/vm_migrate.sh live-migrates it.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$here/../.." && pwd)"
@@ -110,6 +116,12 @@ IMDS_SERVER=${IMDS_SERVER:-$REPO/build/debug/imds-server}
 TAPWIRE=$REPO/build/debug/tests/tapwire
 # shellcheck source=../lib/netns.sh
 . "$here/../lib/netns.sh"
+# shellcheck source=../lib/vm_launch.sh
+. "$here/../lib/vm_launch.sh"
+# shellcheck source=../lib/vm_checks.sh
+. "$here/../lib/vm_checks.sh"
+# shellcheck source=../lib/vm_migrate.sh
+. "$here/../lib/vm_migrate.sh"
 
 PY=/usr/bin/python3
 VARIANT=${IMDS_VARIANT:-debug}
@@ -117,13 +129,48 @@ ADMISSION_CLI=$REPO/build/debug/tests/admission_cli
 SIDECAR_ENV=$REPO/tests/lib/sidecar_env.py
 POD_REVIEW=$REPO/tests/fixtures/webhook/pod-kv18.json
 VM_REVIEW=$REPO/tests/fixtures/webhook/vm-no-firmware.json
-ALL_SCENARIOS="istio linklocal bridge-trixie bridge passt ipv6 continuity continuity-trixie"
-if [[ $VARIANT == asan ]]; then
-	SCENARIOS=${VM_BOOT_SCENARIOS:-istio linklocal bridge-trixie passt ipv6}
-else
-	SCENARIOS=${VM_BOOT_SCENARIOS:-bridge continuity}
-fi
-[[ $SCENARIOS == all ]] && SCENARIOS=$ALL_SCENARIOS
+
+# --- the scenarios: one row each --------------------------------------------------------
+# name: VM_BOOT_SCENARIOS's word and the scenario's work dir; build: the build
+# that boots it by default (asan, debug, or none: -), "all": in
+# VM_BOOT_SCENARIOS=all; guest: the image (hack/build-guest-image.sh <guest>);
+# runner: scenario_<runner> <name> <label> <binding> <reboot>; binding: its
+# launcher pod (tests/lib/vm_launch.sh's binding table); reboot: a second boot
+# on the same disk; needs: need_<it> <name> <label> says whether the machine or
+# the suite has it (else the scenario is skipped or fails, saying so); label:
+# its TAP lines' (after the guest's name and cloud-init version); settings:
+# VAR=value; ... set for the scenario's run ($NAME: the suite's variable).
+# The header says what each does and why each build boots the ones it does.
+declare -A SCENARIO=()
+SCENARIO_ROWS=()
+vm_table SCENARIO build all guest runner binding reboot needs label settings <<'EOF'
+# name            | build | all | guest    | runner     | binding     | reboot | needs   | label                | settings
+istio             | asan  | all | bookworm | binding    | istio       | 1      | none    | masquerade + Istio   | VOLUME=configdrive-secret; CHASSIS_ASSET=OpenStack Nova; VM_APPEND=cc: datasource_list: [NoCloud, OpenStack, None] end_cc
+linklocal         | asan  | all | bookworm | linklocal  | linklocal   | 0      | none    | link-local           |
+bridge-trixie     | asan  | all | trixie   | binding    | bridge      | 1      | none    | bridge binding       | POD_NETCFG=$NETCFG_FILE; VOLUME=nocloud-secret; DISK=1
+bridge            | debug | all | bookworm | binding    | bridge      | 0      | none    | bridge binding       | VOLUME=nocloud-secret; DISK=1
+passt             | asan  | all | trixie   | binding    | passt       | 0      | userns  | passt                | POD_NETCFG=$NETCFG_DHCP_FILE
+ipv6              | asan  | all | trixie   | binding    | masquerade6 | 0      | serial6 | IPv6-only            | VM_SERIAL=$SERIAL6; SEED_URL=http://[fd00:ec2::254]/v1/; NODE_V6=1; VM_APPEND=network-config=$NETCFG6
+continuity        | debug | all | bookworm | continuity | masquerade  | 0      | none    | continuity (KubeVirt's NoCloud disk, then the service) |
+continuity-trixie | -     | all | trixie   | continuity | masquerade  | 0      | none    | continuity (KubeVirt's NoCloud disk, then the service) |
+masquerade        | -     | -   | bookworm | binding    | masquerade  | 1      | none    | masquerade           |
+trixie            | -     | -   | trixie   | binding    | masquerade  | 1      | none    | masquerade           | POD_NETCFG=$NETCFG_FILE; VM_DHCP6=1
+EOF
+# scenarios_where <column> <value>: the rows whose <column> is <value>, in order
+scenarios_where() {
+	local s
+	for s in "${SCENARIO_ROWS[@]}"; do [[ ${SCENARIO[$s.$1]} == "$2" ]] && printf '%s ' "$s"; done
+}
+# selected <column> <value>: one of the selected scenarios has <value> in <column>
+selected() {
+	local s
+	for s in $SCENARIOS; do [[ ${SCENARIO[$s.$1]:-} == "$2" ]] && return 0; done
+	return 1
+}
+DEFAULT_BUILD=debug
+[[ $VARIANT == asan ]] && DEFAULT_BUILD=asan
+SCENARIOS=${VM_BOOT_SCENARIOS:-$(scenarios_where build "$DEFAULT_BUILD")}
+[[ $SCENARIOS == all ]] && SCENARIOS=$(scenarios_where all all)
 BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240}
 VM_NAME=testvm # kubevirt.io/domain of the pod fixture
 GUEST_MAC=52:54:00:5e:00:02
@@ -199,10 +246,10 @@ if ! guest_image bookworm; then
 	tap_done
 	exit 1
 fi
-BOOKWORM_IMG=$IMG BOOKWORM="bookworm (cloud-init $CI_VER)"
-TRIXIE_IMG="" TRIXIE=trixie
-if [[ " $SCENARIOS " =~ \ (trixie|bridge-trixie|passt|ipv6|continuity-trixie)\  ]] && guest_image trixie; then
-	TRIXIE_IMG=$IMG TRIXIE="trixie (cloud-init $CI_VER)"
+# GUEST_IMGS[<guest>]: its image, once built; GUEST_LABELS[<guest>]: its name in TAP lines
+declare -A GUEST_IMGS=([bookworm]=$IMG) GUEST_LABELS=([bookworm]="bookworm (cloud-init $CI_VER)" [trixie]=trixie)
+if selected guest trixie && guest_image trixie; then
+	GUEST_IMGS[trixie]=$IMG GUEST_LABELS[trixie]="trixie (cloud-init $CI_VER)"
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/imds-vmboot.XXXXXX")"
@@ -217,7 +264,7 @@ else
 fi
 # ... and for an IPv6-only VM (imds.kubevirt.io/ip-family: IPv6 on its template)
 SERIAL6=""
-if [[ " $SCENARIOS " == *" ipv6 "* ]]; then
+if selected needs serial6; then
 	"$PY" - "$VM_REVIEW" "$work/vm-ipv6.json" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -404,12 +451,6 @@ META_DATA='{"role":"vm-test","tier":"2024-01-01"}'
 USER_DATA_POLL=$work/user-data-poll
 sed 's|^  - \[ /usr/local/sbin/imds-e2e-fetch \]$|  - [ /usr/local/sbin/imds-e2e-poll ]\n&|' "$USER_DATA" >"$USER_DATA_POLL"
 
-# shellcheck source=../lib/vm_launch.sh
-. "$here/../lib/vm_launch.sh"
-# shellcheck source=../lib/vm_checks.sh
-. "$here/../lib/vm_checks.sh"
-# shellcheck source=../lib/vm_migrate.sh
-. "$here/../lib/vm_migrate.sh"
 mig_review_write
 
 # --- a binding's scenario -------------------------------------------------------------
@@ -447,15 +488,10 @@ scenario_binding() {
 		return 1
 	fi
 	ok "$l: $binding launcher pod (tests/lib/netns.sh), DHCP, imds-server run as injected ($(wc -l <"$SC_ENV") env vars, $(grep -o 'IMDS_INTERFACES=[^ ]*' "$SC_ENV"))"
-	case $binding in
-	bridge) GUEST_ADDR=$POD_IP/32 ;;
-	passt) GUEST_ADDR=$POD_IP/ ;;
-	masquerade6) GUEST_ADDR=fd10:0:2::2/120 ;;
-	*) GUEST_ADDR=10.0.2.2/24 ;;
-	esac
+	GUEST_ADDR=$(binding_of "$binding" address)
 	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
 	first_request "$l" "$con" "$work/$d/disk.qcow2" || return 1
-	if [[ $binding == bridge || $binding == passt ]]; then
+	if [[ $(binding_of "$binding" kill) == yes ]]; then
 		if ! wait_log "$SC_LOG" ' GET /v1/meta-data 200 ' "$BOOT_TIMEOUT"; then
 			not_ok "$l: guest asked for meta-data" "$(console_tail "$con")" "$(tail -n 20 "$SC_LOG")"
 			return 1
@@ -514,10 +550,11 @@ volume_source() {
 
 
 # --- 6. link-local scenario ----------------------------------------------------------------
+# scenario_linklocal <dir> <label> <binding>: see the header
 scenario_linklocal() {
-	local l="$BOOKWORM link-local" con="$work/linklocal/console.log" netcfg
+	local d=$1 l=$2 con="$work/$1/console.log" netcfg
 	# not in $(...): pod_up starts background processes and records them
-	if ! pod_up linklocal linklocal "$USER_DATA_POLL" >"$work/pod_up.out" 2>&1; then
+	if ! pod_up "$d" "$3" "$USER_DATA_POLL" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
@@ -525,8 +562,8 @@ scenario_linklocal() {
 	# cloud-init's network config from the kernel command line (it wins over
 	# the datasource's): eth0 169.254.77.7/16 only, no gateway, no DHCP.
 	netcfg="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, subnets: [{type: static, address: 169.254.77.7/16}]}]}' | base64 -w0)"
-	VM_OVERLAY="$work/linklocal/disk.qcow2" VM_APPEND="network-config=$netcfg" boot_guest "$l" "$con" || return 1
-	VM_APPEND="network-config=$netcfg" first_request "$l" "$con" "$work/linklocal/disk.qcow2" || return 1
+	VM_OVERLAY="$work/$d/disk.qcow2" VM_APPEND="network-config=$netcfg" boot_guest "$l" "$con" || return 1
+	VM_APPEND="network-config=$netcfg" first_request "$l" "$con" "$work/$d/disk.qcow2" || return 1
 	restart_during_boot "$l" "$con" || return 1
 	wait_mark "$l: boot finished (report printed)" "$con" 'IMDS-REPORT-DONE boot=1' || return 1
 	timings "$l" "$con"
@@ -541,7 +578,7 @@ scenario_linklocal() {
 	guest_checks "$l" "$con"
 	capture_check "$l"
 	SUMMARY+=("$l: ${L_BOOT}s to cloud-init final with two sidecar restarts (first request -> final ${L_REQ_FINAL}s), the polling guest served ${R2_MS} ms after a restart")
-	migrate_checks "$l" linklocal "$USER_DATA_POLL"
+	migrate_checks "$l" "$d" "$USER_DATA_POLL"
 	vm_stop "$VM_PIDFILE" 2
 }
 
@@ -562,6 +599,7 @@ EOF
 
 # The IPv6-only guest's network, on its kernel command line (it wins over
 # the datasource's): eth0 fd10:0:2::2/120 via fd10:0:2::1, no DHCP at all.
+# shellcheck disable=SC2034 # read through the scenario table (ipv6's settings)
 NETCFG6="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, mac_address: "52:54:00:5e:00:02", subnets: [{type: static6, address: "fd10:0:2::2/120", gateway: "fd10:0:2::1"}]}]}' | base64 -w0)"
 
 # Debian 13 with a network-config of DHCP alone (passt: no DHCPv6 to wait for)
@@ -593,8 +631,8 @@ PYEOF
 # userDataBase64, network-config the networkData); the ISO
 # as KubeVirt makes it (xorrisofs -volid cidata -joliet -rock, cloud-init.go:421-433).
 CONT_UUID=5d307ca9-b3ef-428c-8861-06e72d69f223
-scenario_continuity() { # <dir> <guest's label>
-	local d=$1 l="$2 continuity (KubeVirt's NoCloud disk, then the service)"
+scenario_continuity() { # <dir> <label> <binding>
+	local d=$1 l=$2 binding=$3
 	local con1="$work/$1/console1.log" con2="$work/$1/console2.log" out
 	local ud="$work/$d/user-data.gz" ud_sha nd_sha
 	mkdir -p "$work/$d"
@@ -611,7 +649,7 @@ scenario_continuity() { # <dir> <guest's label>
 	ok "$l: the VMI's inline cloudInitNoCloud (userDataBase64: $(wc -c <"$ud") bytes of gzip, $(gzip -dc "$ud" | wc -c) inflated; networkData $(wc -c <"$NETCFG_DHCP_FILE") bytes) through the webhook: imds.kubevirt.io/cloud-init of $(wc -c <"$work/$d/cloud-init") bytes; KubeVirt's meta-data $(cat "$work/$d/iso/meta-data")"
 	POD_EXTRA=(--set-annotation "imds.kubevirt.io/cloud-init=@$work/$d/cloud-init"
 		--del-annotation imds.kubevirt.io/user-data)
-	if ! pod_up "$d" masquerade >"$work/pod_up.out" 2>&1; then
+	if ! pod_up "$d" "$binding" >"$work/pod_up.out" 2>&1; then
 		POD_EXTRA=()
 		not_ok "$l: masquerade launcher pod, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
@@ -679,57 +717,67 @@ scenario_continuity() { # <dir> <guest's label>
 	SUMMARY+=("$l: boot 1 from KubeVirt's disk, boot 2 from the service: the same instance")
 }
 
+# need_<what> <name> <label>: 0 when the scenario can run here; else says why
+# (passt sandboxes itself in a user namespace it creates after dropping to UID
+# 107, isolate_user() in passt's isolation.c: a machine that cannot, a chroot:
+# user_namespaces(7), EPERM, cannot run it at all)
+need_userns() {
+	local err
+	err=$(setpriv --reuid=107 --regid=107 --clear-groups unshare --user true 2>&1) && return 0
+	skip "$2: boot and migration" "this machine cannot create a user namespace as UID 107, which passt's sandbox needs (unshare --user: ${err:-failed}; a chroot cannot, user_namespaces(7))"
+	return 1
+}
+# ... the webhook's serial for an IPv6-only VM (SERIAL6)
+need_serial6() {
+	[[ -n $SERIAL6 ]] && return 0
+	not_ok "$1: the webhook's IPv6 serial"
+	return 1
+}
+# ... nothing
+need_none() { :; }
+
+# scenario_value <cell>: a settings value with each $NAME replaced by the suite's variable
+scenario_value() {
+	# shellcheck disable=SC2016 # a regular expression: $ is literal
+	local v=$1 out="" n re='^([^$]*)\$([A-Z_0-9]+)(.*)$'
+	while [[ $v =~ $re ]]; do
+		n=${BASH_REMATCH[2]}
+		out+=${BASH_REMATCH[1]}${!n}
+		v=${BASH_REMATCH[3]}
+	done
+	printf '%s' "$out$v"
+}
+
+# scenario_run <name>: the scenario's row: its guest's image, what it needs, its
+# settings (exported for its run only, as VAR=value before a call), its runner
+scenario_run() {
+	local s=$1 g kv label
+	g=${SCENARIO[$s.guest]}
+	if [[ -z ${GUEST_IMGS[$g]:-} ]]; then
+		not_ok "$s: the $g guest image"
+		return 0
+	fi
+	label="${GUEST_LABELS[$g]} ${SCENARIO[$s.label]}"
+	"need_${SCENARIO[$s.needs]}" "$s" "$label" || return 0
+	local -x GUEST_IMG=${GUEST_IMGS[$g]}
+	local -a settings
+	IFS=';' read -ra settings <<<"${SCENARIO[$s.settings]}"
+	for kv in "${settings[@]}"; do
+		kv=${kv#"${kv%%[![:space:]]*}"}
+		[[ -n $kv ]] || continue
+		local -x "${kv%%=*}=$(scenario_value "${kv#*=}")"
+	done
+	"scenario_${SCENARIO[$s.runner]}" "$s" "$label" "${SCENARIO[$s.binding]}" "${SCENARIO[$s.reboot]}"
+}
+
 L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
 	BOOT_EXTRA=()
-	case $s in
-	masquerade) GUEST_IMG=$BOOKWORM_IMG scenario_binding masquerade "$BOOKWORM masquerade" masquerade 1 ;;
-	istio)
-		# its data from a Secret-backed cloudInitConfigDrive volume, read by
-		# cloud-init's OpenStack datasource: the VMI's chassis asset tag says
-		# OpenStack, and the kernel command line lists OpenStack after NoCloud
-		# (the image's list is NoCloud's alone: hack/build-guest-image.sh)
-		GUEST_IMG=$BOOKWORM_IMG VOLUME=configdrive-secret CHASSIS_ASSET='OpenStack Nova' \
-			VM_APPEND='cc: datasource_list: [NoCloud, OpenStack, None] end_cc' \
-			scenario_binding istio "$BOOKWORM masquerade + Istio" istio 1
-		;;
-	linklocal) GUEST_IMG=$BOOKWORM_IMG scenario_linklocal ;;
-	continuity) GUEST_IMG=$BOOKWORM_IMG scenario_continuity continuity "$BOOKWORM" ;;
-	bridge) GUEST_IMG=$BOOKWORM_IMG VOLUME=nocloud-secret DISK=1 scenario_binding bridge "$BOOKWORM bridge binding" bridge 0 ;;
-	trixie | bridge-trixie | passt | ipv6 | continuity-trixie)
-		if [[ -z $TRIXIE_IMG ]]; then
-			not_ok "$s: the trixie guest image"
-			continue
-		fi
-		case $s in
-		trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VM_DHCP6=1 scenario_binding trixie "$TRIXIE masquerade" masquerade 1 ;;
-		continuity-trixie) GUEST_IMG=$TRIXIE_IMG scenario_continuity continuity-trixie "$TRIXIE" ;;
-		bridge-trixie) GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_FILE VOLUME=nocloud-secret DISK=1 scenario_binding bridge-trixie "$TRIXIE bridge binding" bridge 1 ;;
-		passt)
-			# passt sandboxes itself in a user namespace it creates after dropping
-			# to UID 107 (isolate_user(), passt's isolation.c): a machine that
-			# cannot (a chroot: user_namespaces(7), EPERM) cannot run it at all.
-			if ! err=$(setpriv --reuid=107 --regid=107 --clear-groups unshare --user true 2>&1); then
-				skip "$TRIXIE passt: boot and migration" "this machine cannot create a user namespace as UID 107, which passt's sandbox needs (unshare --user: ${err:-failed}; a chroot cannot, user_namespaces(7))"
-				continue
-			fi
-			GUEST_IMG=$TRIXIE_IMG POD_NETCFG=$NETCFG_DHCP_FILE scenario_binding passt "$TRIXIE passt" passt 0
-			;;
-		ipv6)
-			if [[ -z $SERIAL6 ]]; then
-				not_ok "ipv6: the webhook's IPv6 serial"
-				continue
-			fi
-			# An IPv6-only guest: fd10:0:2::2/120 via fd10:0:2::1 from the kernel
-			# command line (KubeVirt's DHCPv6 gives no route and it sends no
-			# router advertisement); the seed http://[fd00:ec2::254]/v1/.
-			GUEST_IMG=$TRIXIE_IMG VM_SERIAL=$SERIAL6 SEED_URL='http://[fd00:ec2::254]/v1/' NODE_V6=1 \
-				VM_APPEND="network-config=$NETCFG6" scenario_binding ipv6 "$TRIXIE IPv6-only" masquerade6 0
-			;;
-		esac
-		;;
-	*) not_ok "unknown scenario $s" ;;
-	esac
+	if [[ -z ${SCENARIO[$s.runner]:-} ]]; then
+		not_ok "unknown scenario $s"
+		continue
+	fi
+	scenario_run "$s"
 done
 
 if grep -aqE 'Sanitizer|runtime error' "$work"/*/imds.log 2>/dev/null; then

@@ -205,9 +205,9 @@ timings() {
 # pod IP in bridge binding (the guest's own address) and passt (port 22
 # forwarded by passt).
 ssh_login() {
-	local l=$1 out t0=$EPOCHREALTIME from=$NS to=10.0.2.2
-	[[ $POD_BINDING == bridge || $POD_BINDING == passt ]] && from=$NS_NODE to=$POD_IP
-	[[ $POD_BINDING == masquerade6 ]] && to=fd10:0:2::2
+	local l=$1 out t0=$EPOCHREALTIME from=$NS to
+	[[ $(binding_of "$POD_BINDING" ssh_from) == node ]] && from=$NS_NODE
+	to=$(binding_of "$POD_BINDING" ssh_to)
 	# shellcheck disable=SC2016 # expanded by the guest's shell
 	out=$(ip netns exec "$from" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
 		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR "debian@$to" \
@@ -224,15 +224,9 @@ ssh_login() {
 guest_addr_check() {
 	local l=$1 con=$2 addrs how
 	addrs="$(line "$con" 'IMDS-ADDR boot=1' | cut -d' ' -f3-)"
-	case $POD_BINDING in
-	masquerade6)
-		how="its own IPv6 configuration (the kernel command line's network-config), no IPv4"
-		addrs="$(line "$con" 'IMDS-ADDR6 boot=1' | cut -d' ' -f3-) $addrs"
-		;;
-	bridge) how="KubeVirt's bridge DHCP: the pod IP /32, routes by option 121" ;;
-	passt) how="passt's DHCP: the pod's address" ;;
-	*) how="KubeVirt's masquerade DHCP" ;;
-	esac
+	how=$(binding_of "$POD_BINDING" how)
+	# an IPv6 address: the guest's global IPv6 ones too
+	[[ $GUEST_ADDR == *:* ]] && addrs="$(line "$con" 'IMDS-ADDR6 boot=1' | cut -d' ' -f3-) $addrs"
 	if [[ " $addrs" == *" $GUEST_ADDR"* ]]; then
 		ok "$l: guest eth0 has $GUEST_ADDR ($how)"
 	else
@@ -274,7 +268,7 @@ refusals() {
 	fi
 	expect_eq "$l: ... and the sidecar never saw their requests" "$before" "$(grep -ac ' GET ' "$SC_LOG")"
 	ip -n "$NS_NODE" route del 169.254.169.254/32
-	if [[ $POD_BINDING == passt ]]; then
+	if [[ $(binding_of "$POD_BINDING" process) == answered ]]; then
 		out=$(ip netns exec "$NS" setpriv --reuid=107 --regid=107 --clear-groups curl -s -m 3 http://169.254.169.254/healthz 2>&1)
 		expect_eq "$l: a process of the pod (UID 107) is answered: passt's own path, indistinguishable (docs/sidecar.md)" OK "$out"
 	elif r=$(pod_refused 107); then
@@ -292,7 +286,7 @@ v6ll_check() {
 	local l=$1 con=$2 got want
 	got="$(between "$con" IMDS-V6LL-BEGIN IMDS-V6LL-END | base64 -d 2>/dev/null)"
 	want="$(between "$con" IMDS-IDENTITY-BEGIN IMDS-IDENTITY-END | base64 -d 2>/dev/null)"
-	if [[ $POD_BINDING == passt ]]; then
+	if [[ $(binding_of "$POD_BINDING" fe80) == no ]]; then
 		expect_eq "$l: [fe80::a9fe:a9fe%eth0] not on a passt guest's path (documented)" "" "$got"
 	elif [[ -n $got && $got == "$want" ]]; then
 		ok "$l: the same identity from [fe80::a9fe:a9fe%eth0], over the guest's IPv6 link-local"

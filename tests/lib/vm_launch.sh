@@ -6,6 +6,26 @@
 # netns.sh; its functions use the suite's globals (work, SC_*, NS*, POD_*,
 # VM_*, GUEST_*, SUMMARY; the suite's header says what each scenario does).
 
+# vm_table <array> <column>...: a table on stdin (rows of '|'-separated cells;
+# '#' lines and blank ones skipped; cells trimmed) into the associative array
+# <array>: [<first cell>.<column>] = the cell; <array>_ROWS: the first cells in order.
+vm_table() {
+	local -n _tab=$1 _rows=${1}_ROWS
+	shift
+	local cols=("$@") line c i cells skip='^[[:space:]]*(#|$)'
+	while IFS= read -r line; do
+		[[ $line =~ $skip ]] && continue
+		IFS='|' read -ra cells <<<"$line"
+		for i in "${!cells[@]}"; do
+			c=${cells[i]}
+			c=${c#"${c%%[![:space:]]*}"}
+			cells[i]=${c%"${c##*[![:space:]]}"}
+		done
+		_rows+=("${cells[0]}")
+		for i in "${!cols[@]}"; do _tab[${cells[0]}.${cols[i]}]=${cells[i + 1]:-}; done
+	done
+}
+
 # timestamp <file> <out>: copy lines of a growing file to <out>, each
 # prefixed with the host's time when it appeared.
 timestamp() {
@@ -61,6 +81,58 @@ line() { grep -aoE -- "$2.*" "$1" | tr -d '\r' | sed -n "${3:-1}p"; }
 # between <console> <begin> <end> [n]: the text between two tokens on a line
 between() { line "$1" "$2 .* $3" "${4:-1}" | sed -E "s/.*$2 (.*) $3.*/\\1/"; }
 
+# --- the bindings ----------------------------------------------------------------------
+# One row per binding: what pod_up builds for it and what the checks expect of
+# its guest (binding_of <binding> <column>).  launcher: tests/lib/netns.sh's;
+# guestnet: the pod's side of the guest's address (guestnet_<it> <dir>); qemu:
+# its network, tap0 or passt's socket (boot_guest, migrate_checks); ifs: the
+# IMDS_INTERFACES the webhook writes; plumbing: count_plumbing once serving (veth
+# pair, address, rule, route; tables ip, ip6 and bridge, netdev with a tap);
+# address: the guest's eth0 ({POD_IP}: the pod's); kill: the sidecar SIGKILLed
+# once the guest had its meta-data (scenario_binding); ssh_from, ssh_to:
+# ssh_login's (from the pod to the guest's 10.0.2.2 in masquerade, from the node
+# to the pod IP in bridge binding, the guest's own address, and passt, port 22
+# forwarded); process: a process of the pod asking .254, refused at once or
+# answered (passt's own path: refusals); fe80: the guest reaches
+# [fe80::a9fe:a9fe] from its link-local (passt carries none: v6ll_check);
+# how: where the guest's address comes from (guest_addr_check).
+declare -A VM_BINDING=()
+VM_BINDING_ROWS=()
+vm_table VM_BINDING launcher guestnet qemu ifs plumbing address kill ssh_from ssh_to process fe80 how <<'EOF'
+# binding   | launcher            | guestnet    | qemu  | ifs                     | plumbing  | address         | kill | ssh_from | ssh_to      | process  | fe80 | how
+masquerade  | launcher_masquerade | dhcp        | tap   | default:masquerade:tap0 | 2 1 1 1 4 | 10.0.2.2/24     | no   | pod      | 10.0.2.2    | refused  | yes  | KubeVirt's masquerade DHCP
+istio       | launcher_istio      | dhcp        | tap   | default:masquerade:tap0 | 2 1 1 1 4 | 10.0.2.2/24     | no   | pod      | 10.0.2.2    | refused  | yes  | KubeVirt's masquerade DHCP
+linklocal   | launcher_masquerade | arp_ignore  | tap   | default:masquerade:tap0 | 2 1 1 1 4 | 10.0.2.2/24     | no   | pod      | 10.0.2.2    | refused  | yes  | KubeVirt's masquerade DHCP
+masquerade6 | launcher_masquerade | own         | tap   | default:masquerade:tap0 | 2 1 1 1 4 | fd10:0:2::2/120 | no   | pod      | fd10:0:2::2 | refused  | yes  | its own IPv6 configuration (the kernel command line's network-config), no IPv4
+bridge      | launcher_bridge     | bridge_dhcp | tap   | default:bridge:tap0     | 2 1 1 1 4 | {POD_IP}/32     | yes  | node     | {POD_IP}    | refused  | yes  | KubeVirt's bridge DHCP: the pod IP /32, routes by option 121
+passt       | launcher_passt      | passt       | passt | default:passt           | 2 1 1 1 3 | {POD_IP}/       | yes  | node     | {POD_IP}    | answered | no   | passt's DHCP: the pod's address
+EOF
+
+# binding_of <binding> <column>: a cell of the binding's row ({POD_IP} the
+# pod's address now); empty for a binding with no row
+binding_of() {
+	local v=${VM_BINDING[$1.$2]:-}
+	printf '%s' "${v//\{POD_IP\}/${POD_IP:-}}"
+}
+
+# guestnet_<kind> <dir>: the pod's side of the guest's address, per binding
+# (binding_of's guestnet): KubeVirt's DHCP in masquerade (dnsmasq on k6t-eth0)
+guestnet_dhcp() {
+	vm_dhcp_start "$NS" k6t-eth0 "$work/$1/dnsmasq.log" || return 1
+	dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
+}
+# ... no DHCP, and only the sidecar's ARP responder answers for .254 (linklocal)
+guestnet_arp_ignore() { ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8; }
+# ... nothing: the guest's IPv6 is its own configuration (masquerade6)
+guestnet_own() { :; }
+# ... KubeVirt's DHCP for bridge binding (bridge_dhcp_start)
+guestnet_bridge_dhcp() {
+	bridge_dhcp_start "$work/$1/dnsmasq.log" || return 1
+	dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
+}
+# ... passt, started in the pod (passt_start)
+guestnet_passt() { passt_start "$work/$1"; }
+
 # --- 2. pod: the launcher as KubeVirt builds it, DHCP, the sidecar as injected -----------
 # pod_up <name> <binding> [user-data]: the launcher pod for <binding> (masquerade,
 # linklocal: masquerade's pod with a guest that has only a link-local address,
@@ -86,38 +158,22 @@ pod_up() {
 	# queues=N (networkInterfaceMultiqueue with N vCPUs)
 	local mq=0
 	[[ ${VM_TAP_QUEUES:-1} -gt 1 ]] && mq=1
-	case $binding in
-	masquerade | linklocal | masquerade6) TAP_MQ=$mq launcher_masquerade || return 1 ;;
-	istio) TAP_MQ=$mq launcher_istio || return 1 ;;
-	bridge) TAP_MQ=$mq launcher_bridge || return 1 ;;
-	passt) launcher_passt || return 1 ;;
-	*) echo "pod_up: unknown binding $binding" >&2; return 1 ;;
-	esac
+	local launcher
+	launcher=$(binding_of "$binding" launcher)
+	if [[ -z $launcher ]]; then
+		echo "pod_up: unknown binding $binding" >&2
+		return 1
+	fi
+	if [[ $(binding_of "$binding" qemu) == tap ]]; then
+		TAP_MQ=$mq "$launcher" || return 1
+	else
+		"$launcher" || return 1
+	fi
 	node_capture_start cali0
-	case $binding in
-	masquerade | istio)
-		vm_dhcp_start "$NS" k6t-eth0 "$work/$name/dnsmasq.log" || return 1
-		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
-		ifs=default:masquerade:tap0
-		;;
-	linklocal)
-		ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.arp_ignore=8 || return 1
-		ifs=default:masquerade:tap0
-		;;
-	masquerade6) ifs=default:masquerade:tap0 ;; # the guest's IPv6 is its own configuration
-	bridge)
-		bridge_dhcp_start "$work/$name/dnsmasq.log" || return 1
-		dnsmasq_pidfiles+=("$VM_DNSMASQ_PIDFILE")
-		ifs=default:bridge:tap0
-		;;
-	passt)
-		passt_start "$work/$name" || return 1
-		ifs=default:passt
-		;;
-	esac
+	"guestnet_$(binding_of "$binding" guestnet)" "$name" || return 1
+	ifs=$(binding_of "$binding" ifs)
 	# veth pair, address, rule, route; tables ip, ip6 and bridge, netdev with a tap
-	PLUMB_WANT="2 1 1 1 4"
-	[[ $binding == passt ]] && PLUMB_WANT="2 1 1 1 3"
+	PLUMB_WANT=$(binding_of "$binding" plumbing)
 	SC_UD=${3:-$USER_DATA}
 	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
 		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$SC_UD" \
@@ -284,7 +340,7 @@ boot_guest() { # <name> <console> [qemu args]
 	shift 2
 	timestamp "$con" "$con.ts"
 	local netdev=""
-	[[ $POD_BINDING == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
+	[[ $(binding_of "$POD_BINDING" qemu) == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
 	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1

@@ -106,7 +106,7 @@ migrate_checks() {
 	local s_log=$SC_LOG s_env=$SC_ENV s_root=$SC_ROOT s_pid=$SC_PID s_pidfile=$VM_PIDFILE s_qmp=$VM_QMP
 	local s_ip=$POD_IP s_mac=$POD_MAC t_con=$work/$2-target/console.log t_run out st i
 	S_CON=$work/$d/console.log S_PASST=${PASST_SOCK:-}
-	[[ $POD_BINDING == passt ]] || S_PASST=""
+	[[ $(binding_of "$POD_BINDING" qemu) == passt ]] || S_PASST=""
 	local t0=$EPOCHREALTIME
 	# The guest's side first, while it runs in the source: it prints READY once
 	# its session, password, first answers and waiting request are in place.
