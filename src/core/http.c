@@ -272,13 +272,10 @@ static void conn_free(struct http_server *s, struct conn *c)
 
 /* ---- response output ------------------------------------------------------ */
 
-static const char *date_now(struct http_server *s)
+/* The Date header's value, formatted once a second; its length in *len. */
+static const char *date_now(struct http_server *s, size_t *len)
 {
-	/* The coarse clock: a second's resolution is all this needs, and it
-	 * is read without the TSC (musl's time() reads the precise one). */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	time_t now = ts.tv_sec;
+	time_t now = loop_wall_sec();
 	if (now != s->date_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
@@ -287,6 +284,7 @@ static const char *date_now(struct http_server *s)
 			s->date[0] = '\0'; /* cannot happen: 29 bytes */
 		s->date_sec = now;
 	}
+	*len = s->date_len;
 	return s->date;
 }
 
@@ -430,8 +428,9 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	sbuf_putc(&h, ' ');
 	sbuf_puts(&h, http_reason(res->status));
 	sbuf_lit(&h, "\r\nDate: ");
-	const char *date = date_now(s); /* sets date_len */
-	sbuf_put(&h, date, s->date_len);
+	size_t dlen;
+	const char *date = date_now(s, &dlen);
+	sbuf_put(&h, date, dlen);
 	sbuf_lit(&h, "\r\n");
 	if (res->content_type) {
 		sbuf_lit(&h, "Content-Type: ");

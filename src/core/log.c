@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "loop.h"
 #include "sbuf.h"
 
 static const char *log_prog = "imds";
@@ -28,11 +29,7 @@ void log_init(const char *prog)
 
 static const char *stamp(void)
 {
-	/* The coarse clock: a second's resolution is all this needs, and it
-	 * is read without the TSC (musl's time() reads the precise one). */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	time_t now = ts.tv_sec;
+	time_t now = loop_wall_sec();
 	if (now != log_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);

@@ -36,6 +36,13 @@ uint64_t loop_clock_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+time_t loop_wall_sec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return ts.tv_sec;
+}
+
 uint64_t loop_clock_ms(void)
 {
 	return loop_clock_us() / 1000u;

@@ -9,6 +9,7 @@
 #define IMDS_LOOP_H
 
 #include <stdint.h>
+#include <time.h>
 
 enum {
 	LOOP_NONE = 0,
@@ -48,6 +49,10 @@ int loop_once(struct loop *l, int timeout_ms);
 uint64_t loop_now_ms(const struct loop *l);
 uint64_t loop_clock_us(void);
 uint64_t loop_clock_ms(void);
+/* The wall clock's second, from the coarse clock: a second's resolution is
+ * all the Date header and the log's stamps need, and it is read without
+ * the TSC (musl's time() reads the precise one). */
+time_t loop_wall_sec(void);
 
 /* A one-shot timer fd (timerfd, CLOCK_MONOTONIC) owned by the caller.
  * Arm at an absolute monotonic deadline in ms; deadline 0 disarms. */
