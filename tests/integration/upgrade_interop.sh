@@ -370,16 +370,10 @@ agent_start "$W/agent.log"
 # the sidecar as the webhook injects it in agent mode: UID 107, no
 # capability, in its pod's cgroup; the agent's socket in the pod's imds-node
 # emptyDir (named relative: its host path is longer than a socket's)
-dir_d=$(pod_folder "$UID_D") cg_d=$(pod_cgroup "$UID_D")
 mapfile -t env_d <"$W/env-d"
 : >"$W/d.log"
-# shellcheck disable=SC2016 # $$ is the inner shell's
-sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg_d" "$dir_d" \
-	ip netns exec "$POD_D" env -i PATH="$PATH" "${env_d[@]}" IMDS_AGENT_SOCKET=agent.sock \
-	setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
-	"$NEW_SERVER" run >"$W/d.log" 2>&1 &
-PID_D=$!
-PODFOLDER_PIDS+=("$PID_D")
+sidecar_exec "$UID_D" "$POD_D" "$W/d.log" -i PATH="$PATH" "${env_d[@]}" -- "$NEW_SERVER" run
+PID_D=$SIDECAR_PID
 if wait_for_line "$W/d.log" 'net: serving .* from the node agent' 15; then
 	ok "agent-mode pod: the unprivileged sidecar serves tap0 on the agent's listeners before the switch-over"
 else

@@ -889,27 +889,23 @@ imds_pod_uid() {
 	echo "${h:0:8}-${h:8:4}-${h:12:4}-${h:16:4}-${h:20:12}"
 }
 
-# imds_start in agent mode: what podfolder.sh's sidecar_start does (the pod's
+# imds_start in agent mode: podfolder.sh's sidecar_exec (the pod's
 # cgroup, its imds-node folder, UID 107 with no capability, IMDS_NET_MODE=
 # agent) with the suite's identity and VAR=value...; the suite's imds-node is
 # started on the first start, appending to IMDS_LOG (O_APPEND: each start's
 # truncation starts its lines over with the sidecar's).
 imds_start_agent() {
-	local uid dir cg
+	local uid
 	uid=$(imds_pod_uid)
-	dir=$(pod_folder "$uid") && cg=$(pod_cgroup "$uid") || return 1
+	# the pod's folder and cgroup before the agent starts, as the kubelet's
+	pod_folder "$uid" >/dev/null && pod_cgroup "$uid" >/dev/null || return 1
 	chmod -R a+rX "$NET_TMP/data" "$NET_TMP/tokens"
 	[[ -n $AGENT_PID ]] || agent_start "$IMDS_LOG" || return 1
-	# shellcheck disable=SC2016 # $$ is the inner shell's
-	sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg" "$dir" \
-		ip netns exec "$NS_POD" env IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock \
-		IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
+	sidecar_exec "$uid" "$NS_POD" "$IMDS_LOG" IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
 		IMDS_POD_NAME=virt-launcher-netvm-abcde IMDS_SA_NAME=default \
 		IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
-		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" \
-		setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
-		"${IMDS_WRAP[@]}" "$IMDS_SERVER" run >>"$IMDS_LOG" 2>&1 &
-	IMDS_PID=$!
+		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" -- "${IMDS_WRAP[@]}" "$IMDS_SERVER" run || return 1
+	IMDS_PID=$SIDECAR_PID
 }
 
 # imds_wait_serving [N] [TIMEOUT_S]: until the log has N "net: serving" lines.

@@ -7,11 +7,18 @@
 #                                   (pkg/volume/emptydir/empty_dir.go: 0777); echoes it
 #   pod_cgroup UID                  a cgroup named as the kubelet's cgroupfs driver names a
 #                                   pod's (kubepods/pod<UID>); echoes its folder
+#   sidecar_exec UID NS LOG [ENV-ARG...] -- CMD...
+#                                   CMD (an imds-server and its arguments) as the webhook
+#                                   injects it in agent mode: in netns NS, in the pod's cgroup
+#                                   and its imds-node folder (the agent's socket named
+#                                   relative to it), as UID 107 with no capability at all
+#                                   (setpriv --inh-caps=-all --bounding-set=-all), env(1)
+#                                   given ENV-ARG... (-i first for a clean environment) and
+#                                   then IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock;
+#                                   output appended to LOG; SIDECAR_PID
 #   sidecar_start UID NS LOG [VAR=value...]
-#                                   imds-server run with IMDS_NET_MODE=agent in netns NS, in
-#                                   the pod's cgroup, as UID 107 with no capability at all
-#                                   (setpriv --inh-caps=-all --bounding-set=-all);
-#                                   SIDECAR_PID
+#                                   sidecar_exec of `imds-server run` with a VM of its own
+#                                   (vm-UID) and netns.sh's data; SIDECAR_PID
 #   pod_run UID NS CMD...           CMD in the pod's cgroup and netns NS ("-": the node's),
 #                                   in its imds-node folder; POD_RUN_PID
 #   agent_start LOG [ARGS...]       imds-node --pods-dir PODS_DIR as root in the test's
@@ -93,24 +100,35 @@ podfolder_data() {
 	chmod -R a+rX "$NET_TMP/data" "$NET_TMP/tokens"
 }
 
-sidecar_start() {
-	local uid=$1 ns=$2 log=$3 dir cg
+sidecar_exec() {
+	local uid=$1 ns=$2 log=$3 dir cg envs=()
 	shift 3
+	while (($#)) && [[ $1 != -- ]]; do
+		envs+=("$1")
+		shift
+	done
+	shift
 	dir=$(pod_folder "$uid") && cg=$(pod_cgroup "$uid") || return 1
-	podfolder_data
-	: >"$log"
 	# shellcheck disable=SC2016 # $$ is the inner shell's
 	# in the socket's folder, named relative to it: its host path is longer
 	# than a socket's (108 bytes); in a pod it is /run/imds-node/agent.sock
 	sh -c 'echo $$ >"$1/cgroup.procs" && cd "$2" && shift 2 && exec "$@"' sh "$cg" "$dir" \
-		ip netns exec "$ns" env IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock \
-		IMDS_NAMESPACE=default IMDS_VM_NAME="vm-$uid" IMDS_POD_NAME="virt-launcher-$uid" \
-		IMDS_SA_NAME=default IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
-		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" \
+		ip netns exec "$ns" env "${envs[@]}" IMDS_NET_MODE=agent IMDS_AGENT_SOCKET=agent.sock \
 		setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all --bounding-set=-all \
-		"$IMDS_SERVER" run >>"$log" 2>&1 &
+		"$@" >>"$log" 2>&1 &
 	SIDECAR_PID=$!
 	PODFOLDER_PIDS+=("$SIDECAR_PID")
+}
+
+sidecar_start() {
+	local uid=$1 ns=$2 log=$3
+	shift 3
+	podfolder_data
+	: >"$log"
+	sidecar_exec "$uid" "$ns" "$log" \
+		IMDS_NAMESPACE=default IMDS_VM_NAME="vm-$uid" IMDS_POD_NAME="virt-launcher-$uid" \
+		IMDS_SA_NAME=default IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
+		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" -- "$IMDS_SERVER" run
 }
 
 pod_run() {
