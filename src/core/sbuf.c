@@ -10,36 +10,10 @@ static void terminate(struct sbuf *b)
 		b->p[b->len] = '\0';
 }
 
-void sbuf_copy(void *dst, const void *src, size_t n)
+void sbuf_put_overflow(struct sbuf *b)
 {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-	if (n > 32) {
-		memcpy(d, s, n);
-	} else if (n >= 16) { /* two 16-byte moves that may overlap */
-		uint64_t a[2], z[2];
-		__builtin_memcpy(a, s, 16);
-		__builtin_memcpy(z, s + n - 16, 16);
-		__builtin_memcpy(d, a, 16);
-		__builtin_memcpy(d + n - 16, z, 16);
-	} else if (n >= 8) {
-		uint64_t a, z;
-		__builtin_memcpy(&a, s, 8);
-		__builtin_memcpy(&z, s + n - 8, 8);
-		__builtin_memcpy(d, &a, 8);
-		__builtin_memcpy(d + n - 8, &z, 8);
-	} else if (n >= 4) {
-		uint32_t a, z;
-		__builtin_memcpy(&a, s, 4);
-		__builtin_memcpy(&z, s + n - 4, 4);
-		__builtin_memcpy(d, &a, 4);
-		__builtin_memcpy(d + n - 4, &z, 4);
-	} else if (n) { /* 1..3: first, middle, last */
-		unsigned char a = s[0], m = s[n / 2], z = s[n - 1];
-		d[0] = a;
-		d[n / 2] = m;
-		d[n - 1] = z;
-	}
+	b->overflow = 1;
+	terminate(b);
 }
 
 void sbuf_put(struct sbuf *b, const void *data, size_t n)
@@ -47,8 +21,7 @@ void sbuf_put(struct sbuf *b, const void *data, size_t n)
 	if (b->overflow)
 		return;
 	if (b->cap == 0 || n > b->cap - 1 - b->len) {
-		b->overflow = 1;
-		terminate(b);
+		sbuf_put_overflow(b);
 		return;
 	}
 	sbuf_copy(b->p + b->len, data, n);
@@ -56,25 +29,38 @@ void sbuf_put(struct sbuf *b, const void *data, size_t n)
 	terminate(b);
 }
 
-void sbuf_puts(struct sbuf *b, const char *s)
-{
-	sbuf_put(b, s, strlen(s));
-}
-
 void sbuf_putc(struct sbuf *b, char c)
 {
-	sbuf_put(b, &c, 1);
+	if (b->overflow)
+		return;
+	if (b->cap == 0 || b->len + 1 >= b->cap) {
+		sbuf_put_overflow(b);
+		return;
+	}
+	b->p[b->len++] = c;
+	b->p[b->len] = '\0';
 }
 
 void sbuf_put_u(struct sbuf *b, unsigned long long v)
 {
-	char d[20]; /* 2^64 - 1 has 20 digits */
-	size_t i = sizeof(d);
+	/* The digits are written in place, last first, once their count is
+	 * known: no copy through a scratch buffer (each answer has several). */
+	unsigned n = 1;
+	for (unsigned long long t = v; t >= 10; t /= 10)
+		n++;
+	if (b->overflow)
+		return;
+	if (b->cap == 0 || n > b->cap - 1 - b->len) {
+		sbuf_put_overflow(b);
+		return;
+	}
+	char *d = b->p + b->len + n;
 	do {
-		d[--i] = (char)('0' + v % 10);
+		*--d = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	sbuf_put(b, d + i, sizeof(d) - i);
+	b->len += n;
+	b->p[b->len] = '\0';
 }
 
 void sbuf_put_hex(struct sbuf *b, uint64_t v, unsigned digits)

@@ -18,20 +18,76 @@ struct sbuf {
 
 #define SBUF_INIT(buf, size) {.p = (buf), .len = 0, .cap = (size), .overflow = 0}
 
+/* Copies n bytes as memcpy does.  Pieces of up to 32 bytes are moved
+ * inline: the static image's libc (musl) starts every memcpy with
+ * `rep movsq`, which costs more than the copy itself for the few-byte
+ * pieces an answer's head is made of (perf: 28 % of the server's CPU).
+ * Inline itself, so that a length known when compiled (sbuf_lit) becomes
+ * the one or two moves of its size. */
+static inline __attribute__((always_inline)) void sbuf_copy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	if (n > 32) {
+		__builtin_memcpy(d, s, n); /* a call: musl's memcpy */
+	} else if (n >= 16) { /* two 16-byte moves that may overlap */
+		uint64_t a[2], z[2];
+		__builtin_memcpy(a, s, 16);
+		__builtin_memcpy(z, s + n - 16, 16);
+		__builtin_memcpy(d, a, 16);
+		__builtin_memcpy(d + n - 16, z, 16);
+	} else if (n >= 8) {
+		uint64_t a, z;
+		__builtin_memcpy(&a, s, 8);
+		__builtin_memcpy(&z, s + n - 8, 8);
+		__builtin_memcpy(d, &a, 8);
+		__builtin_memcpy(d + n - 8, &z, 8);
+	} else if (n >= 4) {
+		uint32_t a, z;
+		__builtin_memcpy(&a, s, 4);
+		__builtin_memcpy(&z, s + n - 4, 4);
+		__builtin_memcpy(d, &a, 4);
+		__builtin_memcpy(d + n - 4, &z, 4);
+	} else if (n) { /* 1..3: first, middle, last */
+		unsigned char a = s[0], m = s[n / 2], z = s[n - 1];
+		d[0] = a;
+		d[n / 2] = m;
+		d[n - 1] = z;
+	}
+}
+
+/* What does not fit: sets overflow (out of line, the rare path). */
+void sbuf_put_overflow(struct sbuf *b);
+
 void sbuf_put(struct sbuf *b, const void *data, size_t n);
-void sbuf_puts(struct sbuf *b, const char *s);
+/* sbuf_put inline, for a length known when compiled (sbuf_lit): the bounds
+ * check and the one or two moves of its size, where most of an answer's
+ * head and log line are literals. */
+static inline __attribute__((always_inline)) void sbuf_put_fixed(struct sbuf *b, const void *data,
+								  size_t n)
+{
+	if (b->overflow)
+		return;
+	if (b->cap == 0 || n > b->cap - 1 - b->len) {
+		sbuf_put_overflow(b);
+		return;
+	}
+	sbuf_copy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+/* Inline: a literal's length is then known when compiled. */
+static inline __attribute__((always_inline)) void sbuf_puts(struct sbuf *b, const char *s)
+{
+	sbuf_put(b, s, __builtin_strlen(s));
+}
 void sbuf_putc(struct sbuf *b, char c);
 /* A string literal, its length known when compiled. */
-#define sbuf_lit(b, lit) sbuf_put((b), "" lit, sizeof(lit) - 1)
+#define sbuf_lit(b, lit) sbuf_put_fixed((b), "" lit, sizeof(lit) - 1)
 /* v in decimal. */
 void sbuf_put_u(struct sbuf *b, unsigned long long v);
 /* The low digits*4 bits of v as that many lowercase hex digits (1..16). */
 void sbuf_put_hex(struct sbuf *b, uint64_t v, unsigned digits);
-/* Copies n bytes as memcpy does.  Pieces of up to 32 bytes are moved
- * inline: the static image's libc (musl) starts every memcpy with
- * `rep movsq`, which costs more than the copy itself for the few-byte
- * pieces an answer's head is made of (perf: 28 % of the server's CPU). */
-void sbuf_copy(void *dst, const void *src, size_t n);
 __attribute__((format(printf, 2, 3))) void sbuf_printf(struct sbuf *b, const char *fmt, ...);
 /* The bytes as the inside of a JSON string: ", \ and controls escaped;
  * bytes >= 0x80 pass unchanged (valid UTF-8 stays valid). */
