@@ -4,7 +4,6 @@
 #include <llhttp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 struct http_parser {
 	struct http_parse_limits lim;
@@ -21,20 +20,35 @@ struct http_parser {
 
 /* ---- request helpers ---------------------------------------------------- */
 
-int http_span_eq(struct http_span s, const char *lit)
+int http_span_eq_n(struct http_span s, const char *lit, size_t n)
 {
-	size_t n = strlen(lit);
 	return s.n == n && (n == 0 || memcmp(s.p, lit, n) == 0);
 }
 
-const struct http_span *http_req_header(const struct http_request *req, const char *name,
-					unsigned *count)
+/* ASCII case-insensitive a[0..n) == b[0..n), for header names (tokens,
+ * RFC 9110 §5.1) and a target's scheme: musl's strncasecmp calls tolower
+ * for each byte, and this runs several times for every request. */
+static int name_eq(const char *a, const char *b, size_t n)
 {
-	size_t n = strlen(name);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+		if ((unsigned)(x - 'A') < 26u)
+			x |= 0x20;
+		if ((unsigned)(y - 'A') < 26u)
+			y |= 0x20;
+		if (x != y)
+			return 0;
+	}
+	return 1;
+}
+
+const struct http_span *http_req_header_n(const struct http_request *req, const char *name,
+					  size_t n, unsigned *count)
+{
 	const struct http_span *found = NULL;
 	unsigned c = 0;
 	for (unsigned i = 0; i < req->nheaders; i++) {
-		if (req->hname[i].n == n && strncasecmp(req->hname[i].p, name, n) == 0) {
+		if (req->hname[i].n == n && name_eq(req->hname[i].p, name, n)) {
 			if (!found)
 				found = &req->hvalue[i];
 			c++;
@@ -50,7 +64,7 @@ static void split_target(struct http_request *r)
 	const char *p = r->target.p;
 	size_t n = r->target.n;
 	/* absolute-form (RFC 9112 §3.2.2): drop scheme and authority. */
-	if (n >= 7 && (strncasecmp(p, "http://", 7) == 0 || (n >= 8 && strncasecmp(p, "https://", 8) == 0))) {
+	if (n >= 7 && p[0] != '/' && (name_eq(p, "http://", 7) || (n >= 8 && name_eq(p, "https://", 8)))) {
 		size_t skip = p[4] == ':' ? 7 : 8;
 		const char *slash = memchr(p + skip, '/', n - skip);
 		if (!slash) {

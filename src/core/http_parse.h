@@ -59,9 +59,20 @@ struct http_request {
 
 /* Case-insensitive lookup; returns NULL when absent.  With several
  * headers of one name, the first; *count (if given) gets how many. */
-const struct http_span *http_req_header(const struct http_request *req, const char *name,
-					unsigned *count);
-int http_span_eq(struct http_span s, const char *lit);
+const struct http_span *http_req_header_n(const struct http_request *req, const char *name,
+					  size_t n, unsigned *count);
+/* Inline so that a literal name's length is known when compiled: a
+ * request's headers are looked up several times for every answer. */
+static inline __attribute__((always_inline)) const struct http_span *
+http_req_header(const struct http_request *req, const char *name, unsigned *count)
+{
+	return http_req_header_n(req, name, __builtin_strlen(name), count);
+}
+int http_span_eq_n(struct http_span s, const char *lit, size_t n);
+static inline __attribute__((always_inline)) int http_span_eq(struct http_span s, const char *lit)
+{
+	return http_span_eq_n(s, lit, __builtin_strlen(lit));
+}
 
 /* The most body bytes one request may carry, decided from its head
  * (method, path, query and headers are filled) once the headers are in. */
