@@ -30,6 +30,7 @@ struct imds_app {
 	struct kube kube;
 	struct sessions sessions;
 	struct wait_watch watch;
+	struct route_index route_ix; /* over routes[] below */
 	char path[8192];          /* the request's path, slashes merged */
 };
 
@@ -135,14 +136,30 @@ static int guard(const struct http_request *req, struct http_response *res)
 	return 0;
 }
 
+/* The request's path with every run of '/' made one (route_merge_slashes),
+ * its length in *pn: the path itself when it has no "//" (most do), else
+ * the merged copy in a->path. */
+static const char *clean_path(struct imds_app *a, const struct http_span *p, size_t *pn)
+{
+	/* The head is at most 8 KiB; a longer path could not have been parsed. */
+	size_t n = p->n < sizeof(a->path) ? p->n : sizeof(a->path);
+	for (size_t i = 1; i < n; i++) {
+		if (p->p[i] == '/' && p->p[i - 1] == '/') {
+			*pn = route_merge_slashes(p->p, n, a->path);
+			return a->path;
+		}
+	}
+	*pn = n;
+	return p->p;
+}
+
 void imds_handle(const struct http_request *req, struct http_response *res, void *app)
 {
 	struct imds_app *a = app;
 	struct call c = {.req = req, .res = res};
-	/* The head is at most 8 KiB; a longer path could not have been parsed. */
-	size_t pn = req->path.n < sizeof(a->path) ? req->path.n : sizeof(a->path);
-	pn = route_merge_slashes(req->path.p, pn, a->path);
-	const struct route *r = route_find(routes, NROUTES, a->path, pn, &c.ver, &c.rest);
+	size_t pn;
+	const char *path = clean_path(a, &req->path, &pn);
+	const struct route *r = route_lookup(&a->route_ix, path, pn, &c.ver, &c.rest);
 	unsigned allowed = r ? r->methods : ROUTE_READ;
 	/* GCE's clients check the header on every answer, errors included. */
 	if (r && (r->rules & ROUTE_FLAVOR))
@@ -196,11 +213,13 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 static size_t body_limit(const struct http_request *head, void *app)
 {
 	struct imds_app *a = app;
+	if (head->method != HTTP_M_POST)
+		return 0;
 	struct http_span ver, rest;
-	size_t pn = head->path.n < sizeof(a->path) ? head->path.n : sizeof(a->path);
-	pn = route_merge_slashes(head->path.p, pn, a->path);
-	const struct route *r = route_find(routes, NROUTES, a->path, pn, &ver, &rest);
-	return head->method == HTTP_M_POST && r && (r->methods & ROUTE_POST) ? IMDS_MAX_BODY : 0;
+	size_t pn;
+	const char *path = clean_path(a, &head->path, &pn);
+	const struct route *r = route_lookup(&a->route_ix, path, pn, &ver, &rest);
+	return r && (r->methods & ROUTE_POST) ? IMDS_MAX_BODY : 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -215,6 +234,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	}
 	a->cfg = cfg;
 	a->watch.fd = -1;
+	route_index_build(&a->route_ix, routes, NROUTES);
 	if (inst_open(&a->inst, cfg, err, errlen) < 0 || kube_open(&a->kube, &a->inst, err, errlen) < 0)
 		goto fail;
 	if (session_init(&a->sessions) < 0 || nocloud_open(&a->nocloud, &a->inst) < 0 ||

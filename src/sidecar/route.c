@@ -33,7 +33,16 @@ static int match(const char *pat, route_ver_fn *ver_ok, const char *path, size_t
 const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
 			       struct http_span *ver, struct http_span *rest)
 {
+	/* Most patterns differ from a path in the byte after the first '/':
+	 * compared here, a route that cannot match costs one test, not a call
+	 * (route_lookup walks here for the paths its index does not hold). */
+	char p1 = 0;
+	if (pn > 1)
+		p1 = path[1];
 	for (size_t i = 0; i < n; i++) {
+		const char *pat = t[i].pattern;
+		if (pat[0] == '/' && pat[1] != p1 && pat[1] != '{' && pat[1] != '*')
+			continue;
 		*ver = (struct http_span){NULL, 0};
 		*rest = (struct http_span){NULL, 0};
 		if (match(t[i].pattern, t[i].ver_ok, path, pn, ver, rest))
@@ -42,6 +51,66 @@ const struct route *route_find(const struct route *t, size_t n, const char *path
 	*ver = (struct http_span){NULL, 0};
 	*rest = (struct http_span){NULL, 0};
 	return NULL;
+}
+
+/* pat (a C string) is exactly path[0..pn) (which may hold NULs). */
+static int same(const char *pat, const char *path, size_t pn)
+{
+	for (size_t i = 0; i < pn; i++)
+		if (pat[i] == '\0' || pat[i] != path[i])
+			return 0;
+	return pat[pn] == '\0';
+}
+
+static uint32_t path_hash(const char *p, size_t n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
+void route_index_build(struct route_index *ix, const struct route *t, size_t n)
+{
+	memset(ix, 0, sizeof(*ix));
+	ix->t = t;
+	ix->n = n;
+	size_t filled = 0;
+	for (size_t i = 0; i < n && i < UINT16_MAX && filled < ROUTE_INDEX_SLOTS / 2; i++) {
+		const char *pat = t[i].pattern;
+		size_t len = strlen(pat);
+		if (strchr(pat, '*') || strstr(pat, "{v}"))
+			continue;
+		/* An earlier route that matches these bytes answers them. */
+		size_t j = 0;
+		struct http_span ver, rest;
+		while (j < i && !match(t[j].pattern, t[j].ver_ok, pat, len, &ver, &rest))
+			j++;
+		if (j < i)
+			continue;
+		uint32_t h = path_hash(pat, len);
+		while (ix->slot[h & (ROUTE_INDEX_SLOTS - 1)])
+			h++;
+		ix->slot[h & (ROUTE_INDEX_SLOTS - 1)] = (uint16_t)(i + 1);
+		filled++;
+	}
+}
+
+const struct route *route_lookup(const struct route_index *ix, const char *path, size_t pn,
+				 struct http_span *ver, struct http_span *rest)
+{
+	for (uint32_t h = path_hash(path, pn);; h++) {
+		unsigned k = ix->slot[h & (ROUTE_INDEX_SLOTS - 1)];
+		if (!k)
+			break;
+		const char *pat = ix->t[k - 1].pattern;
+		if (same(pat, path, pn)) {
+			*ver = (struct http_span){NULL, 0};
+			*rest = (struct http_span){NULL, 0};
+			return &ix->t[k - 1];
+		}
+	}
+	return route_find(ix->t, ix->n, path, pn, ver, rest);
 }
 
 size_t route_merge_slashes(const char *path, size_t n, char *out)

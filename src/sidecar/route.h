@@ -15,6 +15,7 @@
 #define IMDS_ROUTE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http_parse.h"
 
@@ -59,6 +60,25 @@ struct route {
  * when the pattern has none). */
 const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
 			       struct http_span *ver, struct http_span *rest);
+
+/* The routes found by a path's exact bytes: each route whose pattern has
+ * no wildcard and that no earlier route of its table matches, in an open
+ * hash of the pattern.  route_lookup answers as route_find does, and for
+ * those paths (most requests) without walking the table. */
+#define ROUTE_INDEX_SLOTS 256 /* a power of two; at most half are filled */
+struct route_index {
+	const struct route *t;
+	size_t n;
+	uint16_t slot[ROUTE_INDEX_SLOTS]; /* route number + 1; 0: empty */
+};
+
+/* Indexes t[0..n) (borrowed: it must outlive ix).  A table with more exact
+ * routes than half the slots gets an index of the first of them; lookups
+ * stay right, the rest are found by the walk. */
+void route_index_build(struct route_index *ix, const struct route *t, size_t n);
+/* route_find(ix->t, ix->n, path, pn, ver, rest), the same route and spans. */
+const struct route *route_lookup(const struct route_index *ix, const char *path, size_t pn,
+				 struct http_span *ver, struct http_span *rest);
 
 /* path[0..n) with every run of '/' made one (nginx's merge_slashes, on by
  * default there: "/v1//meta-data" is "/v1/meta-data"), into out (room for

@@ -6,6 +6,7 @@
  *
  * Invariants (abort on violation):
  *  - route_find picks the first route the reference matches, or none;
+ *  - route_lookup (the exact-path index) gives the same route and spans;
  *  - its captures are the reference's, and lie inside the path;
  *  - a literal route matches only its own bytes;
  *  - route_merge_slashes leaves no "//", keeps every other byte in order,
@@ -93,6 +94,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (ref_match(table[i].pattern, table[i].ver_ok, p, size))
 			want = &table[i];
 	CHECK(r == want);
+	static struct route_index ix;
+	if (!ix.t)
+		route_index_build(&ix, table, N);
+	struct http_span iver, irest;
+	CHECK(route_lookup(&ix, p, size, &iver, &irest) == r);
+	CHECK(iver.p == ver.p && iver.n == ver.n && irest.p == rest.p && irest.n == rest.n);
 	if (ver.p)
 		CHECK(ver.p >= p && ver.p + ver.n <= p + size && r && strstr(r->pattern, "{v}"));
 	else

@@ -140,6 +140,75 @@ static void test_route_table(void **state)
 	}
 }
 
+/* The exact-path index answers as the walk does, on every case and every
+ * prefix of each. */
+static void test_route_index_agrees(void **state)
+{
+	(void)state;
+	struct route_index ix;
+	route_index_build(&ix, table, N);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = cases[i].path;
+		for (size_t k = 0; k <= strlen(path); k++) {
+			struct http_span v1, r1, v2, r2;
+			const struct route *a = route_find(table, N, path, k, &v1, &r1);
+			const struct route *b = route_lookup(&ix, path, k, &v2, &r2);
+			if (a != b || v1.p != v2.p || v1.n != v2.n || r1.p != r2.p || r1.n != r2.n)
+				fail_msg("\"%.*s\": the index differs from the walk", (int)k, path);
+		}
+	}
+}
+
+static const struct route shadow[] = {
+	{ROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 0}, /* answers /latest/meta-data */
+	{ROUTE_READ, 0, "/latest/meta-data", NULL, h, 1},  /* never reached */
+	{ROUTE_READ, 0, "/plain", NULL, h, 2},
+	{ROUTE_READ, 0, "/plain", NULL, h, 3},             /* a second one: never reached */
+	{ROUTE_READ, 0, "/pl*", NULL, h, 4},
+};
+
+/* An exact route that an earlier route matches is not indexed; a path that
+ * only begins like an exact route, or holds a NUL, is not taken for it. */
+static void test_route_index_order(void **state)
+{
+	(void)state;
+	struct route_index ix;
+	route_index_build(&ix, shadow, 5);
+	struct http_span v, r;
+	assert_ptr_equal(route_lookup(&ix, "/latest/meta-data", 17, &v, &r), &shadow[0]);
+	assert_true(span_is(v, "latest"));
+	assert_ptr_equal(route_lookup(&ix, "/plain", 6, &v, &r), &shadow[2]);
+	assert_true(span_is(v, NULL) && span_is(r, NULL));
+	assert_ptr_equal(route_lookup(&ix, "/plai", 5, &v, &r), &shadow[4]);
+	assert_ptr_equal(route_lookup(&ix, "/plainx", 7, &v, &r), &shadow[4]);
+	assert_ptr_equal(route_lookup(&ix, "/plain\0x", 8, &v, &r), &shadow[4]);
+	assert_true(r.p != NULL && r.n == 5);
+	assert_null(route_lookup(&ix, "/pain", 5, &v, &r));
+}
+
+/* More exact routes than the index holds: the rest are found by the walk. */
+static void test_route_index_full(void **state)
+{
+	(void)state;
+	enum { MANY = ROUTE_INDEX_SLOTS + 44 };
+	static char names[MANY][8];
+	static struct route many[MANY];
+	for (unsigned i = 0; i < MANY; i++) {
+		snprintf(names[i], sizeof(names[i]), "/r%u", i);
+		many[i] = (struct route){ROUTE_READ, 0, names[i], NULL, h, i};
+	}
+	struct route_index ix;
+	route_index_build(&ix, many, MANY);
+	unsigned indexed = 0;
+	for (unsigned i = 0; i < ROUTE_INDEX_SLOTS; i++)
+		indexed += ix.slot[i] != 0;
+	assert_int_equal(indexed, ROUTE_INDEX_SLOTS / 2);
+	for (unsigned i = 0; i < MANY; i++) {
+		struct http_span v, r;
+		assert_ptr_equal(route_lookup(&ix, names[i], strlen(names[i]), &v, &r), &many[i]);
+	}
+}
+
 static void test_method_bits(void **state)
 {
 	(void)state;
@@ -157,6 +226,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_table),
+		cmocka_unit_test(test_route_index_agrees),
+		cmocka_unit_test(test_route_index_order),
+		cmocka_unit_test(test_route_index_full),
 		cmocka_unit_test(test_method_bits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
