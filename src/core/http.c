@@ -37,6 +37,7 @@ struct conn {
 	uint64_t deadline;
 	int started;            /* bytes of the current request seen */
 	uint64_t req_us;        /* when the current request's bytes began */
+	uint64_t read_us;       /* when the last read began: the bytes held came by then */
 	int close_after;        /* close once output drains */
 	int linger;             /* ... and drain input first (after an error answer) */
 	int lingering;          /* answered; reading and dropping input until EOF */
@@ -87,7 +88,7 @@ struct http_server {
 	struct http_response res;
 	char *scratch;
 	size_t scratch_cap;
-	char head[1024];
+	char head[4096];        /* an answer's head, and a small body after it */
 	time_t date_sec;
 	char date[40];
 	size_t date_len;
@@ -159,13 +160,14 @@ const char *http_reason(int status)
 	}
 }
 
-int http_res_header(struct http_response *res, const char *name, const char *value)
+int http_res_header_n(struct http_response *res, const char *name, size_t nn, const char *value,
+		      size_t vn)
 {
 	struct sbuf b = SBUF_INIT(res->extra, sizeof(res->extra));
 	b.len = res->extra_len;
-	sbuf_puts(&b, name);
+	sbuf_put(&b, name, nn);
 	sbuf_lit(&b, ": ");
-	sbuf_puts(&b, value);
+	sbuf_put(&b, value, vn);
 	sbuf_lit(&b, "\r\n");
 	if (b.overflow) {
 		res->extra[res->extra_len] = '\0';
@@ -305,6 +307,8 @@ static ssize_t send_iov(struct conn *c, struct iovec *iov, int cnt)
 		}
 		return n;
 	}
+	if (cnt == 1)
+		return send(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
 	return sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 }
@@ -414,20 +418,19 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	const char *body = res->blob ? res->blob->data : res->body;
 	size_t blen = res->blob ? res->blob->len : res->body_len;
 	int http10 = req && req->version_major == 1 && req->version_minor == 0;
-	const char *conn_hdr = "";
-	if (!keep_alive)
-		conn_hdr = "Connection: close\r\n";
-	else if (http10)
-		conn_hdr = "Connection: keep-alive\r\n";
 
 	struct sbuf h = SBUF_INIT(s->head, sizeof(s->head));
 	/* Put together piece by piece, not with printf: this runs for every
 	 * answer, and musl's printf is most of a small answer's user time. */
-	sbuf_lit(&h, "HTTP/1.1 ");
-	sbuf_put_u(&h, (unsigned)res->status);
-	sbuf_putc(&h, ' ');
-	sbuf_puts(&h, http_reason(res->status));
-	sbuf_lit(&h, "\r\nDate: ");
+	if (res->status == 200) {
+		sbuf_lit(&h, "HTTP/1.1 200 OK\r\nDate: "); /* most answers: one move */
+	} else {
+		sbuf_lit(&h, "HTTP/1.1 ");
+		sbuf_put_u(&h, (unsigned)res->status);
+		sbuf_putc(&h, ' ');
+		sbuf_puts(&h, http_reason(res->status));
+		sbuf_lit(&h, "\r\nDate: ");
+	}
 	size_t dlen;
 	const char *date = date_now(s, &dlen);
 	sbuf_put(&h, date, dlen);
@@ -444,7 +447,10 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		sbuf_put_u(&h, blen);
 		sbuf_lit(&h, "\r\n");
 	}
-	sbuf_puts(&h, conn_hdr);
+	if (!keep_alive)
+		sbuf_lit(&h, "Connection: close\r\n");
+	else if (http10)
+		sbuf_lit(&h, "Connection: keep-alive\r\n");
 	sbuf_put(&h, res->extra, res->extra_len);
 	sbuf_lit(&h, "\r\n");
 	if (h.overflow) {
@@ -459,6 +465,15 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	if (head_only || no_body) {
 		/* No body goes out: drop the reference here, or a head the kernel
 		 * only partly took would be followed by the blob when flushed. */
+		blen = 0;
+		blob_unref(blob);
+		blob = NULL;
+	}
+	if (blen && blen <= sizeof(s->head) - h.len) {
+		/* A small body goes out in one piece with its head, as one
+		 * buffer: the kernel then copies one segment, not two. */
+		memcpy(s->head + h.len, body, blen);
+		h.len += blen;
 		blen = 0;
 		blob_unref(blob);
 		blob = NULL;
@@ -547,7 +562,9 @@ static ssize_t conn_process(struct http_server *s, struct conn *c, const char *d
 		park_release(s, c);
 		off += used;
 		c->started = 0;
-		c->req_us = loop_clock_us();
+		/* The next request's bytes, if any, are held: they came with the
+		 * last read or before (one clock read per read, not per answer). */
+		c->req_us = c->read_us;
 		if (!keep)
 			c->close_after = 1;
 		if (respond(s, c, r, res, keep) < 0)
@@ -716,8 +733,9 @@ static int conn_read(struct http_server *s, struct conn *c)
 		cap = c->in_cap;
 	}
 	size_t have = buf == c->in ? c->in_len : 0;
+	c->read_us = loop_clock_us();
 	if (have == 0)
-		c->req_us = loop_clock_us(); /* these bytes begin a request */
+		c->req_us = c->read_us; /* these bytes begin a request */
 	if (cap == have) {
 		/* Held input fills the cap: the request cannot be valid. */
 		if (respond_error(s, c, 431, "head_too_large", http_reason(431), 0) < 0) {
@@ -857,7 +875,7 @@ static int conn_add(struct http_server *s, int fd, const struct sockaddr_storage
 	if (peer)
 		c->peer = *peer;
 	c->started = 1; /* the head clock runs from accept */
-	c->req_us = loop_clock_us();
+	c->req_us = c->read_us = loop_clock_us();
 	c->list = L_READING;
 	int r = loop_add(s->loop, fd, LOOP_READABLE, conn_io, c);
 	if (r < 0) {

@@ -65,7 +65,13 @@ struct http_response {
 };
 
 /* Response helpers: 0, or -ENOSPC when the header area is full. */
-int http_res_header(struct http_response *res, const char *name, const char *value);
+int http_res_header_n(struct http_response *res, const char *name, size_t nn, const char *value,
+		      size_t vn);
+static inline __attribute__((always_inline)) int
+http_res_header(struct http_response *res, const char *name, const char *value)
+{
+	return http_res_header_n(res, name, __builtin_strlen(name), value, __builtin_strlen(value));
+}
 void http_res_text(struct http_response *res, int status, const char *ctype, const char *body,
 		   size_t len);
 /* {"error":"<code>","message":"<message>"} with the given status. */

@@ -45,10 +45,10 @@ static void tag_text(uint64_t tag, char out[19])
 	sbuf_putc(&b, '"');
 }
 
-int call_inm_match(const struct http_request *req, uint64_t tag)
+/* 1 when an If-None-Match of req lists the entity-tag want[0..18) ("..."),
+ * weakly compared. */
+static int inm_lists(const struct http_request *req, const char want[18])
 {
-	char want[19];
-	tag_text(tag, want);
 	for (unsigned h = 0; h < req->nheaders; h++) {
 		struct http_span n = req->hname[h], v = req->hvalue[h];
 		if (n.n != 13 || strncasecmp(n.p, "if-none-match", 13) != 0)
@@ -79,6 +79,13 @@ int call_inm_match(const struct http_request *req, uint64_t tag)
 	return 0;
 }
 
+int call_inm_match(const struct http_request *req, uint64_t tag)
+{
+	char want[19];
+	tag_text(tag, want);
+	return inm_lists(req, want);
+}
+
 /* A 200 with a validator, or 304 when the client has these bytes already. */
 static void tagged(struct call *c, uint64_t tag)
 {
@@ -86,8 +93,8 @@ static void tagged(struct call *c, uint64_t tag)
 	char t[19];
 	c->tag = tag;
 	tag_text(tag, t);
-	http_res_header(res, "ETag", t);
-	if (res->status == 200 && call_inm_match(c->req, tag)) {
+	http_res_header_n(res, "ETag", 4, t, 18);
+	if (res->status == 200 && inm_lists(c->req, t)) {
 		res->status = 304;
 		res->content_type = NULL;
 		blob_unref(res->blob);
