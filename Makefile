@@ -58,9 +58,14 @@ CC := musl-gcc
 # musl-gcc sees only musl's headers: give it the kernel's through a folder
 # of symlinks (linux/, asm/, asm-generic/) passed with -isystem.
 KINC := $(B)/kinc
-OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+# -flto: the request path crosses small functions of several files (the
+# answer's head, the header lookups, the log line); whole-program inlining
+# takes ~20 % of its instructions and makes the binary smaller (issue 34).
+# The archives then hold GCC's intermediate code: gcc-ar writes their index.
+OPT := -Os -flto -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
 	-fno-unwind-tables -isystem $(KINC)
-LDFLAGS_V := -static -s -Wl,--gc-sections
+LDFLAGS_V := -static -s -flto=auto -Wl,--gc-sections
+AR := gcc-ar
 else ifeq ($(VARIANT),coverage)
 CC := gcc
 OPT := -g -O0 --coverage
@@ -159,16 +164,16 @@ $(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c
 
 $(B)/libcore.a: $(CORE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 $(B)/libsidecar.a: $(SIDECAR_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 $(B)/libwebhook.a: $(WEBHOOK_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 $(B)/libllhttp.a: $(LLHTTP_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
