@@ -11,6 +11,7 @@ struct blob *blob_new(const void *p, size_t len)
 	b->refs = 1;
 	b->len = len;
 	b->tag = 0;
+	b->etag[0] = '\0';
 	if (len)
 		memcpy(b->data, p, len);
 	b->data[len] = '\0';
@@ -53,4 +54,21 @@ uint64_t blob_tag(struct blob *b)
 	if (!b->tag)
 		b->tag = blob_hash(b->data, b->len);
 	return b->tag;
+}
+
+void blob_tag_text(uint64_t tag, char out[19])
+{
+	static const char hex[] = "0123456789abcdef";
+	out[0] = '"';
+	for (unsigned i = 16; i > 0; i--, tag >>= 4)
+		out[i] = hex[tag & 15];
+	out[17] = '"';
+	out[18] = '\0';
+}
+
+const char *blob_etag(struct blob *b)
+{
+	if (!b->etag[0])
+		blob_tag_text(blob_tag(b), b->etag);
+	return b->etag;
 }

@@ -13,6 +13,7 @@ struct blob {
 	unsigned refs;
 	size_t len;
 	uint64_t tag;  /* blob_tag(), computed once: 0 until then */
+	char etag[19]; /* blob_etag(), made once: "" until then */
 	char data[]; /* len bytes, then a NUL for convenience */
 };
 
@@ -26,5 +27,11 @@ void blob_unref(struct blob *b);
 uint64_t blob_hash(const void *p, size_t n);
 /* blob_hash of b's bytes, computed on first use (blobs never change). */
 uint64_t blob_tag(struct blob *b);
+/* A tag as an HTTP entity-tag: '"', 16 lowercase hex digits, '"' (18
+ * bytes and a NUL). */
+void blob_tag_text(uint64_t tag, char out[19]);
+/* blob_tag_text of blob_tag(b), made on first use: every answer of a blob
+ * carries it. */
+const char *blob_etag(struct blob *b);
 
 #endif

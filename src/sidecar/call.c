@@ -37,14 +37,6 @@ void call_json_field(struct sbuf *b, const char *key, const char *v, int comma)
 
 /* ---- validators: ETag and If-None-Match (RFC 9110 §8.8.3, §13.1.2) ---------- */
 
-static void tag_text(uint64_t tag, char out[19])
-{
-	struct sbuf b = SBUF_INIT(out, 19);
-	sbuf_putc(&b, '"');
-	sbuf_put_hex(&b, tag, 16);
-	sbuf_putc(&b, '"');
-}
-
 /* 1 when an If-None-Match of req lists the entity-tag want[0..18) ("..."),
  * weakly compared. */
 static int inm_lists(const struct http_request *req, const char want[18])
@@ -82,17 +74,16 @@ static int inm_lists(const struct http_request *req, const char want[18])
 int call_inm_match(const struct http_request *req, uint64_t tag)
 {
 	char want[19];
-	tag_text(tag, want);
+	blob_tag_text(tag, want);
 	return inm_lists(req, want);
 }
 
-/* A 200 with a validator, or 304 when the client has these bytes already. */
-static void tagged(struct call *c, uint64_t tag)
+/* A 200 with a validator, or 304 when the client has these bytes already:
+ * tag, and its text t (blob_tag_text). */
+static void tagged(struct call *c, uint64_t tag, const char *t)
 {
 	struct http_response *res = c->res;
-	char t[19];
 	c->tag = tag;
-	tag_text(tag, t);
 	http_res_header_n(res, "ETag", 4, t, 18);
 	if (res->status == 200 && inm_lists(c->req, t)) {
 		res->status = 304;
@@ -104,16 +95,28 @@ static void tagged(struct call *c, uint64_t tag)
 	}
 }
 
+/* tagged, for bytes that are not a blob's. */
+static void tagged_bytes(struct call *c, const char *p, size_t n)
+{
+	char t[19];
+	uint64_t tag = blob_hash(p, n);
+	blob_tag_text(tag, t);
+	tagged(c, tag, t);
+}
+
 void call_data(struct call *c, const char *ctype, struct blob *b)
 {
 	call_blob(c, ctype, b);
-	tagged(c, b ? blob_tag(b) : blob_hash("", 0));
+	if (b)
+		tagged(c, blob_tag(b), blob_etag(b));
+	else
+		tagged_bytes(c, "", 0);
 }
 
 void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
 {
 	http_res_text(c->res, 200, ctype, p, n);
-	tagged(c, blob_hash(p, n));
+	tagged_bytes(c, p, n);
 }
 
 /* ---- reading the request ------------------------------------------------------ */

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "blob.h"
@@ -119,6 +120,32 @@ static void test_tag_cached(void **state)
 	blob_unref(b);
 }
 
+/* The entity-tag text: the tag in 16 lowercase hex digits between quotes,
+ * as printf would write it; a blob's is made once and kept. */
+static void test_etag_text(void **state)
+{
+	(void)state;
+	const uint64_t tags[] = {0, 1, 0xf, 0x10, 0xabcdef0123456789ull, UINT64_MAX};
+	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+		char got[19], want[32];
+		blob_tag_text(tags[i], got);
+		snprintf(want, sizeof(want), "\"%016llx\"", (unsigned long long)tags[i]);
+		assert_string_equal(got, want);
+	}
+	struct blob *a = blob_new("abc", 3), *b = blob_new("abd", 3);
+	assert_non_null(a);
+	assert_non_null(b);
+	char want[19];
+	blob_tag_text(blob_hash("abc", 3), want);
+	const char *t = blob_etag(a);
+	assert_string_equal(t, want);
+	assert_ptr_equal(blob_etag(a), t); /* kept */
+	assert_int_equal(strlen(t), 18);
+	assert_string_not_equal(blob_etag(b), t);
+	blob_unref(a);
+	blob_unref(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +154,7 @@ int main(void)
 		cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_hash_pinned),
 		cmocka_unit_test(test_tag_cached),
+		cmocka_unit_test(test_etag_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
