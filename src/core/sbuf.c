@@ -43,10 +43,15 @@ void sbuf_putc(struct sbuf *b, char c)
 
 void sbuf_put_u(struct sbuf *b, unsigned long long v)
 {
-	/* The digits are written in place, last first, once their count is
-	 * known: no copy through a scratch buffer (each answer has several). */
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+				    "25262728293031323334353637383940414243444546474849"
+				    "50515253545556575859606162636465666768697071727374"
+				    "75767778798081828384858687888990919293949596979899";
+	/* The digits are written in place, two at a time and last first, once
+	 * their count is known: no copy through a scratch buffer (each answer
+	 * and log line has several numbers). */
 	unsigned n = 1;
-	for (unsigned long long t = v; t >= 10; t /= 10)
+	for (unsigned long long p = 10; n < 20 && v >= p; p *= 10)
 		n++;
 	if (b->overflow)
 		return;
@@ -55,10 +60,20 @@ void sbuf_put_u(struct sbuf *b, unsigned long long v)
 		return;
 	}
 	char *d = b->p + b->len + n;
-	do {
-		*--d = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		d -= 2;
+		d[0] = pairs[2 * r];
+		d[1] = pairs[2 * r + 1];
+	}
+	if (v >= 10) {
+		d -= 2;
+		d[0] = pairs[2 * v];
+		d[1] = pairs[2 * v + 1];
+	} else {
+		*--d = (char)('0' + v);
+	}
 	b->len += n;
 	b->p[b->len] = '\0';
 }

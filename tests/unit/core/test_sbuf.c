@@ -306,6 +306,28 @@ static void test_put_numbers(void **state)
 	sbuf_put_u(&b, 18446744073709551615ull);
 	check("put_u", &b, 27, 0, "0 9 10 18446744073709551615");
 
+	/* every power of ten and its neighbours, and every number to 10,000,
+	 * as printf writes them */
+	for (unsigned long long p = 1, k = 0; k < 20; k++, p *= 10) {
+		const unsigned long long vs[] = {p - 1, p, p + 1, p * 2 - 1, p * 9 + (p - 1)};
+		for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+			char want[32];
+			snprintf(want, sizeof(want), "%llu", vs[i]);
+			b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+			sbuf_put_u(&b, vs[i]);
+			if (strcmp(buf, want) != 0 || b.len != strlen(want))
+				fail_msg("put_u(%s) wrote \"%s\"", want, buf);
+		}
+	}
+	for (unsigned long long v = 0; v <= 10000; v++) {
+		char want[32];
+		snprintf(want, sizeof(want), "%llu", v);
+		b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
+		sbuf_put_u(&b, v);
+		if (strcmp(buf, want) != 0)
+			fail_msg("put_u(%s) wrote \"%s\"", want, buf);
+	}
+
 	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
 	sbuf_put_hex(&b, 0xabcdef0123456789ull, 16);
 	sbuf_putc(&b, ' ');
