@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,11 @@ static char log_buf[16384];
 static size_t log_len;
 static time_t log_sec;
 static char log_stamp[32];
+static size_t log_stamp_len;
+/* The last peer's address as text: a sidecar's requests come from its one
+ * guest, so most lines reuse it rather than format it again. */
+static struct sockaddr_storage log_peer;
+static char log_peer_ip[64];
 
 void log_init(const char *prog)
 {
@@ -33,11 +39,32 @@ static const char *stamp(void)
 	if (now != log_sec) {
 		struct tm tm;
 		gmtime_r(&now, &tm);
-		if (strftime(log_stamp, sizeof(log_stamp), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		log_stamp_len = strftime(log_stamp, sizeof(log_stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		if (log_stamp_len == 0)
 			log_stamp[0] = '\0'; /* cannot happen: 20 bytes into 32 */
 		log_sec = now;
 	}
 	return log_stamp;
+}
+
+/* The text of peer's address (addr_ntop), kept for the next line. */
+static const char *peer_text(const struct sockaddr_storage *peer)
+{
+	int same = peer->ss_family == log_peer.ss_family && log_peer_ip[0];
+	if (same && peer->ss_family == AF_INET)
+		same = ((const struct sockaddr_in *)peer)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)&log_peer)->sin_addr.s_addr;
+	else if (same && peer->ss_family == AF_INET6)
+		same = memcmp(&((const struct sockaddr_in6 *)peer)->sin6_addr,
+			      &((const struct sockaddr_in6 *)&log_peer)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	else
+		same = 0;
+	if (!same) {
+		addr_ntop(peer, log_peer_ip, sizeof(log_peer_ip));
+		log_peer = *peer;
+	}
+	return log_peer_ip;
 }
 
 static void write_all(const char *p, size_t n)
@@ -180,12 +207,13 @@ static void put_clean(struct sbuf *b, const char *s, size_t n, size_t max)
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
 		const char *path, size_t plen, int status, size_t bytes, uint64_t us)
 {
-	char line[512], ip[64];
+	char line[512];
 	struct sbuf b = SBUF_INIT(line, sizeof(line));
 	/* One line per answer: built without printf, as the answer's head is. */
-	sbuf_puts(&b, stamp());
+	const char *ts = stamp();
+	sbuf_put(&b, ts, log_stamp_len);
 	sbuf_putc(&b, ' ');
-	sbuf_puts(&b, peer ? addr_ntop(peer, ip, sizeof(ip)) : "-");
+	sbuf_puts(&b, peer ? peer_text(peer) : "-");
 	sbuf_putc(&b, ' ');
 	put_clean(&b, method, mlen, 16);
 	sbuf_putc(&b, ' ');

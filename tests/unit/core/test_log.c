@@ -7,8 +7,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -100,6 +104,68 @@ static void test_hook(void **state)
 	assert_int_equal(hook_calls, 1);
 }
 
+static struct sockaddr_storage peer4(const char *ip)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+	a->sin_family = AF_INET;
+	a->sin_port = htons(40000);
+	assert_int_equal(inet_pton(AF_INET, ip, &a->sin_addr), 1);
+	return ss;
+}
+
+static struct sockaddr_storage peer6(const char *ip)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+	a->sin6_family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, ip, &a->sin6_addr), 1);
+	return ss;
+}
+
+/* Access lines: "<stamp> <peer> <method> <path> <status> <bytes> <us>us",
+ * each with its own peer's address though the last one's text is kept. */
+static void test_access_lines(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_log.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	log_flush();
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	struct sockaddr_storage p[] = {peer4("10.0.2.2"), peer4("10.0.2.2"), peer4("10.0.2.3"),
+				       peer6("fd00:ec2::2"), peer6("::ffff:10.0.2.2"),
+				       peer6("fd00:ec2::3"), peer4("10.0.2.2")};
+	const char *want[] = {"10.0.2.2", "10.0.2.2", "10.0.2.3", "fd00:ec2::2",
+			      "10.0.2.2", "fd00:ec2::3", "10.0.2.2", "-"};
+	size_t n = sizeof(p) / sizeof(p[0]);
+	for (size_t i = 0; i <= n; i++)
+		log_access(i < n ? &p[i] : NULL, "GET", 3, "/v1/meta-data", 13, 200, i, 1000 + i);
+	log_flush();
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	char buf[4096];
+	ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	assert_true(got > 0);
+	buf[got] = '\0';
+	char *line = buf;
+	for (size_t i = 0; i <= n; i++) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		char exp[128];
+		snprintf(exp, sizeof(exp), "%s GET /v1/meta-data 200 %zu %zuus", want[i], i, 1000 + i);
+		if (strcmp(msg_of(line), exp) != 0)
+			fail_msg("line %zu: \"%s\", want \"%s\"", i, msg_of(line), exp);
+		line = nl + 1;
+	}
+	assert_string_equal(line, "");
+}
+
 int main(void)
 {
 	log_init("test_log");
@@ -107,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_clean_and_cut),
 		cmocka_unit_test(test_hook),
+		cmocka_unit_test(test_access_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
