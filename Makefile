@@ -35,8 +35,9 @@ JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # The architecture, enforced by the include path: a file of src/core sees only
 # src/core and llhttp (a core file that includes a program's header does not
-# compile); a program's file sees src/core and its own folder, never the
-# other program's.  Tests and fuzzers see the folder of the program they test.
+# compile); a program's file sees src/core, src/net when it touches a pod's
+# kernel, and its own folder, never another program's.  Tests and fuzzers see
+# the folder of the program they test (docs/design.md, the map).
 WH_CPPFLAGS := -Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS))
 # src/net is the network half (plan, plumb, steer, the ARP/NDP responder, raw
 # netlink and nf_tables): it sees src/core alone, and is seen by imds-node and
@@ -329,7 +330,17 @@ help:
 	@echo "  clean          remove build/"
 
 # The dependency files of the tree being built ($(B): static-webhook has its own).
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# One whose source is gone (moved or removed, as the network half moved to
+# src/net) would stop make at "No rule to make target": it is dropped with
+# what it built and the archives, which would still hold the old object, so
+# make builds them again from where the sources are now.
+DEPFILES := $(shell find $(B) -name '*.d' 2>/dev/null)
+GONE := $(if $(DEPFILES),$(shell awk 'FNR == 1 { sub(/^[^:]*:[ \t]*/, ""); split($$0, a, /[ \t\\]+/); print FILENAME, a[1] }' $(DEPFILES) | \
+	while read -r d s; do [ -z "$$s" ] || [ -e "$$s" ] || echo "$$d"; done))
+ifneq ($(GONE),)
+$(shell rm -f $(GONE) $(GONE:.d=) $(GONE:.d=.o) $(B)/*.a)
+endif
+-include $(filter-out $(GONE),$(DEPFILES))
 
 # ==== deployment (issue 5): images, kind, manifests, certificates, e2e ========
 # Every kubectl call names its context (KUBE_CONTEXT), every kind call its
