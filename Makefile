@@ -35,14 +35,17 @@ JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 WEBHOOK_LDLIBS := -ljson-c -lssl -lcrypto
 # The architecture, enforced by the include path: a file of src/core sees only
 # src/core and llhttp (a core file that includes a program's header does not
-# compile); a program's file sees src/core and its own folder, never the
-# other program's.  Tests and fuzzers see the folder of the program they test.
+# compile); a program's file sees src/core, src/net when it touches a pod's
+# kernel, and its own folder, never another program's.  Tests and fuzzers see
+# the folder of the program they test (docs/design.md, the map).
 WH_CPPFLAGS := -Isrc/webhook -isystem $(patsubst -I%,%,$(JSONC_CFLAGS))
-SC_CPPFLAGS := -Isrc/sidecar
-# imds-node (issue 29) runs the sidecar's network half (plan, plumb, steer,
-# responder) from src/sidecar until those files move to a folder of their own.
-NODE_CPPFLAGS := -Isrc/node -Isrc/sidecar
-SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),$(SC_CPPFLAGS),$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS),$(if $(filter src/node/%,$<),$(NODE_CPPFLAGS))))
+# src/net is the network half (plan, plumb, steer, the ARP/NDP responder, raw
+# netlink and nf_tables): it sees src/core alone, and is seen by imds-node and
+# by imds-server (its pod mode), never by the webhook.
+NET_CPPFLAGS := -Isrc/net
+SC_CPPFLAGS := -Isrc/sidecar -Isrc/net
+NODE_CPPFLAGS := -Isrc/node -Isrc/net
+SRC_CPPFLAGS = $(if $(filter src/sidecar/%,$<),$(SC_CPPFLAGS),$(if $(filter src/webhook/%,$<),$(WH_CPPFLAGS),$(if $(filter src/node/%,$<),$(NODE_CPPFLAGS),$(if $(filter src/net/%,$<),$(NET_CPPFLAGS)))))
 CFLAGS_COMMON := -std=c17 -pipe -fno-strict-aliasing -MMD -MP
 
 ifeq ($(VARIANT),debug)
@@ -86,6 +89,7 @@ CORE_SRC := $(sort $(wildcard src/core/*.c))
 SIDECAR_SRC := $(filter-out src/sidecar/main.c,$(sort $(wildcard src/sidecar/*.c)))
 WEBHOOK_SRC := $(filter-out src/webhook/main.c,$(sort $(wildcard src/webhook/*.c)))
 NODE_SRC := $(filter-out src/node/main.c,$(sort $(wildcard src/node/*.c)))
+NET_SRC := $(sort $(wildcard src/net/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -93,14 +97,17 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 SIDECAR_OBJ := $(SIDECAR_SRC:%.c=$(B)/%.o)
 WEBHOOK_OBJ := $(WEBHOOK_SRC:%.c=$(B)/%.o)
 NODE_OBJ := $(NODE_SRC:%.c=$(B)/%.o)
+NET_OBJ := $(NET_SRC:%.c=$(B)/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(B)/llhttp/%.o,$(LLHTTP_SRC))
 UNIT_BIN := $(addprefix $(B)/tests/,$(notdir $(UNIT_SRC:.c=)))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
-LIBS := $(B)/libsidecar.a $(B)/libcore.a $(B)/libllhttp.a
+LIBS := $(B)/libsidecar.a $(B)/libnet.a $(B)/libcore.a $(B)/libllhttp.a
+NET_LIBS := $(B)/libnet.a $(B)/libcore.a $(B)/libllhttp.a
 WH_LIBS := $(B)/libwebhook.a $(B)/libcore.a $(B)/libllhttp.a
 WH_FUZZ := $(B)/fuzz/fuzz_admission
 CORE_FUZZ := $(B)/fuzz/fuzz_http_parse $(B)/fuzz/fuzz_ifaces $(B)/fuzz/fuzz_nodemsg
+NET_FUZZ := $(B)/fuzz/fuzz_arp $(B)/fuzz/fuzz_ndp $(B)/fuzz/fuzz_nl
 
 .PHONY: all server webhook node build-webhook static asan fuzz unit-bins test demo bench clean help deps-build \
 	lint build build-server
@@ -141,7 +148,7 @@ $(B)/kinc:
 	ln -sfn /usr/include/$$arch/asm $@/asm
 
 ifeq ($(VARIANT),static)
-$(CORE_OBJ) $(SIDECAR_OBJ) $(NODE_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o $(B)/src/node/main.o: | $(B)/kinc
+$(CORE_OBJ) $(SIDECAR_OBJ) $(NET_OBJ) $(NODE_OBJ) $(LLHTTP_OBJ) $(B)/src/sidecar/main.o $(B)/src/node/main.o: | $(B)/kinc
 endif
 
 $(B)/version.stamp: FORCE
@@ -168,6 +175,9 @@ $(B)/libcore.a: $(CORE_OBJ)
 $(B)/libsidecar.a: $(SIDECAR_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
+$(B)/libnet.a: $(NET_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
 $(B)/libwebhook.a: $(WEBHOOK_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -175,18 +185,21 @@ $(B)/libllhttp.a: $(LLHTTP_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+# imds-server: the sidecar's folder (the HTTP half, its pod mode and agent
+# link), then the network half (pod mode), then the core.
 $(B)/imds-server: $(B)/src/sidecar/main.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
 
-# imds-node: its own folder, then the sidecar's network half, then the core.
-$(B)/imds-node: $(B)/src/node/main.o $(NODE_OBJ) $(LIBS)
-	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(LIBS)
+# imds-node: its own folder, then the network half, then the core.
+$(B)/imds-node: $(B)/src/node/main.o $(NODE_OBJ) $(NET_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(NET_LIBS)
 
 $(B)/imds-webhook: $(B)/src/webhook/main.o $(WH_LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS)
 
 # Unit tests and fuzzers, each rule with its folder's include path: test_wh_*
-# and $(WH_FUZZ) belong to the webhook, $(CORE_FUZZ) to the core.
+# and $(WH_FUZZ) belong to the webhook, $(CORE_FUZZ) to the core, $(NET_FUZZ)
+# to the network half.
 $(B)/tests/test_wh_%: tests/unit/webhook/test_wh_%.c $(WH_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(WH_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(WH_LIBS) $(WEBHOOK_LDLIBS) -lcmocka
@@ -198,12 +211,17 @@ $(B)/tests/%: tests/unit/core/%.c $(B)/libcore.a $(B)/libllhttp.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a -lcmocka
 
-# imds-node's tests (tests/unit/node/test_node*.c, named apart from the other
-# folders' since all land in $(B)/tests) see its folder, then the sidecar's
-# network half and the core, as imds-node does.
-$(B)/tests/%: tests/unit/node/%.c $(NODE_OBJ) $(LIBS)
+# The network half's tests see it and the core, as the network half does.
+$(B)/tests/%: tests/unit/net/%.c $(NET_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(NODE_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(LIBS) -lcmocka
+	$(CC) $(CPPFLAGS_COMMON) $(NET_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(NET_LIBS) -lcmocka
+
+# imds-node's tests (tests/unit/node/test_node*.c, named apart from the other
+# folders' since all land in $(B)/tests) see its folder, then the network
+# half and the core, as imds-node does.
+$(B)/tests/%: tests/unit/node/%.c $(NODE_OBJ) $(NET_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(NODE_CPPFLAGS) $(CFLAGS) -Wno-conversion $(LDFLAGS_V) -o $@ $< $(NODE_OBJ) $(NET_LIBS) -lcmocka
 
 # test_jview: the core alone, and json-c as the oracle the reader is held against.
 $(B)/tests/test_jview: tests/unit/core/test_jview.c $(B)/libcore.a
@@ -221,9 +239,9 @@ $(B)/tests/tapwire: tests/lib/tapwire.c
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $<
 
 # tests/fixtures/nft/regen.sh's part: our ruleset for the golden state, committed.
-$(B)/tests/steer_commit: tests/lib/steer_commit.c $(LIBS)
+$(B)/tests/steer_commit: tests/lib/steer_commit.c $(NET_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(SC_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(LIBS)
+	$(CC) $(CPPFLAGS_COMMON) $(NET_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(NET_LIBS)
 
 $(WH_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(WH_LIBS)
 	@mkdir -p $(@D)
@@ -233,6 +251,9 @@ $(CORE_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(B)/libcore.a $(B)/libllhttp.a
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(B)/libcore.a $(B)/libllhttp.a
 # The core's JSON reader held against json-c, its oracle (linked only here and
 # in test_jview: the core itself needs nothing but libc).
+$(NET_FUZZ): $(B)/fuzz/%: tests/fuzz/%.c $(NET_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(NET_CPPFLAGS) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(NET_LIBS)
 $(B)/fuzz/fuzz_jview: tests/fuzz/fuzz_jview.c $(B)/libcore.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS) $(LDFLAGS_V) -o $@ $< $(B)/libcore.a -ljson-c
@@ -255,7 +276,7 @@ bench:
 	@hack/install-deps.sh build test bench
 	@bench/run.sh
 
-## coverage: line and branch coverage per folder (src/core, src/sidecar, src/webhook)
+## coverage: line and branch coverage per folder (src/core, src/net, src/sidecar, src/webhook)
 ## over the unit tests and the integration suites that drive the binaries (root)
 .PHONY: coverage
 coverage: deps-build
@@ -314,7 +335,17 @@ help:
 	@echo "  clean          remove build/"
 
 # The dependency files of the tree being built ($(B): static-webhook has its own).
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# One whose source is gone (moved or removed, as the network half moved to
+# src/net) would stop make at "No rule to make target": it is dropped with
+# what it built and the archives, which would still hold the old object, so
+# make builds them again from where the sources are now.
+DEPFILES := $(shell find $(B) -name '*.d' 2>/dev/null)
+GONE := $(if $(DEPFILES),$(shell awk 'FNR == 1 { sub(/^[^:]*:[ \t]*/, ""); split($$0, a, /[ \t\\]+/); print FILENAME, a[1] }' $(DEPFILES) | \
+	while read -r d s; do [ -z "$$s" ] || [ -e "$$s" ] || echo "$$d"; done))
+ifneq ($(GONE),)
+$(shell rm -f $(GONE) $(GONE:.d=) $(GONE:.d=.o) $(B)/*.a)
+endif
+-include $(filter-out $(GONE),$(DEPFILES))
 
 # ==== deployment (issue 5): images, kind, manifests, certificates, e2e ========
 # Every kubectl call names its context (KUBE_CONTEXT), every kind call its

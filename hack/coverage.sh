@@ -42,7 +42,7 @@ row() { # label info
 		END { printf "%-13s %-28s %s\n", l, lines, br }'
 }
 printf '%-13s %-28s %s\n' folder lines branches
-for d in core sidecar webhook; do
+for d in core net sidecar webhook; do
 	lcov "${LC[@]}" --extract "$B/coverage.info" "$REPO/src/$d/*" -o "$B/$d.info" 2>/dev/null
 	row "src/$d" "$B/$d.info"
 done

@@ -3,8 +3,10 @@
 # and `make test` (tests/run.sh) run them; prints TAP, exits 1 on a finding.
 #
 # Each file is analysed with the include folders its program sees: core files
-# with src/core only, the sidecar's with src/core and src/sidecar, the
-# webhook's with src/core, src/webhook and json-c.  clang-tidy's checks and
+# with src/core only, the network half's (src/net) with src/core and src/net,
+# the sidecar's with src/core, src/net and src/sidecar, the node agent's with
+# src/core, src/net and src/node, the webhook's with src/core, src/webhook and
+# json-c.  clang-tidy's checks and
 # the reasons for what is left out are in .clang-tidy; cppcheck runs its
 # warning, performance and portability checks (its style checks flag the
 # netlink request buffers, written through their nlmsghdr, as unused).
@@ -29,9 +31,10 @@ tap() { # ok name [detail]
 incs() { # folder -> include flags
 	case $1 in
 	core) echo "-Isrc/core" ;;
-	sidecar) echo "-Isrc/core -Isrc/sidecar" ;;
+	net) echo "-Isrc/core -Isrc/net" ;;
+	sidecar) echo "-Isrc/core -Isrc/net -Isrc/sidecar" ;;
 	webhook) echo "-Isrc/core -Isrc/webhook -isystem $JSONC_INC" ;;
-	node) echo "-Isrc/core -Isrc/node -Isrc/sidecar" ;; # the sidecar's network half (Makefile)
+	node) echo "-Isrc/core -Isrc/net -Isrc/node" ;;
 	esac
 }
 
@@ -42,7 +45,7 @@ done
 
 t0=$SECONDS
 out=""
-for d in core sidecar webhook node; do
+for d in core net sidecar webhook node; do
 	# shellcheck disable=SC2046 # word splitting of the flags is wanted
 	out+=$(cppcheck --quiet --enable=warning,performance,portability --inline-suppr \
 		--error-exitcode=1 --std=c11 "${DEFS[@]}" $(incs "$d" | sed 's/-isystem /-I/') \

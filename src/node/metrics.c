@@ -47,6 +47,11 @@ void node_metrics_render(const struct node_counters *c, const struct node_gauges
 		c->restored);
 	counter(b, "imds_node_listener_sets_total", "Listener sets handed to sidecars.",
 		c->listener_sets);
+	counter(b, "imds_node_arp_replies_total",
+		"ARP replies sent to VMs for the service's IPv4 address, all pods.", c->arp_replies);
+	counter(b, "imds_node_ndp_replies_total",
+		"Neighbour advertisements sent to VMs for the service's IPv6 addresses, all pods.",
+		c->ndp_replies);
 	sbuf_puts(b, "# HELP imds_node_build_info The running version (git describe), always 1.\n"
 		     "# TYPE imds_node_build_info gauge\n"
 		     "imds_node_build_info{version=\"");

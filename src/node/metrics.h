@@ -15,6 +15,11 @@ struct node_counters {
 	uint64_t restored;     /* ... that put back a piece someone removed */
 	uint64_t listener_sets; /* listener sets passed to sidecars */
 	uint64_t served;       /* pods that became served */
+	/* The responders' answers, all pods together (a label per pod would
+	 * grow with every pod the node ever ran): those of the pods that left
+	 * POD_ACTIVE here, those of the active ones added at each scrape. */
+	uint64_t arp_replies;  /* ARP replies for the service's IPv4 address */
+	uint64_t ndp_replies;  /* neighbour advertisements for its IPv6 addresses */
 };
 
 struct node_gauges {

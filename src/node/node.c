@@ -275,6 +275,9 @@ static int send_msg(struct pod *p, const struct nodemsg *m, const int *fds, unsi
 static void pod_close_active(struct pod *p)
 {
 	struct loop *l = p->node->loop;
+	/* the responder's counts start over at the next resp_init: kept here */
+	p->node->ctr.arp_replies += p->resp.arp_answered;
+	p->node->ctr.ndp_replies += p->resp.ndp_answered;
 	resp_close(&p->resp);
 	if (p->ev.fd >= 0)
 		loop_del(l, p->ev.fd, LOOP_READABLE);
@@ -1107,12 +1110,18 @@ static void handle(const struct http_request *req, struct http_response *res, vo
 			http_res_error(res, 503, "not_ready", "the pods folder not read yet");
 	} else if (http_span_eq(p, "/metrics")) {
 		struct node_gauges g = {.pods = (unsigned)n->npods, .max_pods = NODE_PODS_MAX};
+		struct node_counters c = n->ctr;
 		for (size_t i = 0; i < n->npods; i++) {
-			g.connected += n->pods[i]->state != POD_IDLE;
-			g.serving += n->pods[i]->state == POD_ACTIVE && n->pods[i]->serving;
+			const struct pod *pi = n->pods[i];
+			g.connected += pi->state != POD_IDLE;
+			g.serving += pi->state == POD_ACTIVE && pi->serving;
+			if (pi->state == POD_ACTIVE) {
+				c.arp_replies += pi->resp.arp_answered;
+				c.ndp_replies += pi->resp.ndp_answered;
+			}
 		}
 		struct sbuf b = SBUF_INIT(n->mbuf, METRICS_BUF);
-		node_metrics_render(&n->ctr, &g, n->o->version ? n->o->version : "dev", &b);
+		node_metrics_render(&c, &g, n->o->version ? n->o->version : "dev", &b);
 		serve_ops_metrics(res, &b);
 	} else {
 		http_res_error(res, 404, "not_found", "no such path");
@@ -1214,6 +1223,10 @@ int node_main(const struct node_opts *o)
 out:
 	while (n.npods)
 		pod_remove(&n, n.npods - 1);
+	if (n.scanned) /* the loop ran */
+		log_info("stopped (%llu ARP replies, %llu neighbour advertisements, all pods); the "
+			 "pods' plumbing left in place",
+			 (unsigned long long)n.ctr.arp_replies, (unsigned long long)n.ctr.ndp_replies);
 	log_flush();
 	if (n.sigfd >= 0)
 		close(n.sigfd);

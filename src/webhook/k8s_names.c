@@ -8,7 +8,7 @@ int k8s_utf8_ok(const char *s, size_t n)
 }
 
 /* What the sidecar accepts for IMDS_VM_NAME and IMDS_INSTANCE_ID
- * (src/sidecar/config.c): UTF-8, at most 253 bytes, no control bytes. */
+ * (src/core/config.c): UTF-8, at most 253 bytes, no control bytes. */
 int k8s_identity_ok(struct str s)
 {
 	if (s.n == 0 || s.n > 253 || !k8s_utf8_ok(s.p, s.n))

@@ -44,7 +44,7 @@
 #define PROBE_PERIOD_S 1
 #define PROBE_FAILURES 120
 #define PROBE_TIMEOUT_S 2
-/* Where the sidecar looks (src/sidecar/config.h, docs/sidecar.md). */
+/* Where the sidecar looks (src/core/config.h, docs/sidecar.md). */
 #define TOKEN_DIR "/var/run/secrets/tokens"
 #define PODINFO_DIR "/var/run/imds/podinfo"
 #define SECRET_DIR "/var/run/imds/user-data-secret"

@@ -146,6 +146,14 @@ expect_eq "the node saw no frame of the guest's for 169.254.169.254 (ARP or IP) 
 expect_eq "the node's HTTP server on 169.254.169.254 got nothing while the sidecar ran" 0 "$(grep -c 'GET' "$NODE_LOG")"
 imds_stop
 expect_eq "SIGTERM: exit 0" 0 "$IMDS_STATUS"
+# The guest's ARP for .254 above was answered by the responder, which counts
+# it: the sidecar's in its stop line (pod mode), the agent's in /metrics.
+if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+	arp=$(agent_metric imds_node_arp_replies_total)
+	if [[ -n $arp ]] && ((arp >= 1)); then ok "the responder's ARP replies counted (imds-node's imds_node_arp_replies_total $arp)"; else not_ok "the responder's ARP replies counted (imds-node's imds_node_arp_replies_total)" "'$arp'"; fi
+else
+	expect_eq "the responder's ARP replies counted (stop line)" 1 "$(grep -cE 'stopped \([1-9][0-9]* ARP replies' "$IMDS_LOG")"
+fi
 echo "# node capture while the sidecar ran: $n packets, the node's own request to the pod (dropped by the bridge table before the guest)"
 
 # The sidecar gone: the fallback keeps the guest's .254 inside the pod (the

@@ -20,7 +20,7 @@
 # take the guest's and the node's TCP, both families), the guest is served on
 # 169.254.169.254 and fd00:ec2::254 with the rules counting none of it and the
 # proxy seeing none of it, because the steering marks the service's TCP
-# with Istio's proxy mark 0x539 (src/sidecar/steer.h STEER_MARK); a table of
+# with Istio's proxy mark 0x539 (src/net/steer.h STEER_MARK); a table of
 # the test's clearing that mark hands the steered SYN to the proxy's :15006.
 # And ambient's in-pod capture as Istio 1.25+ writes it (nat REDIRECT, the
 # guest's TCP on k6t-eth0 to ztunnel's :15001): served with or without the

@@ -210,7 +210,7 @@ fi
 # the service's port.  Debian 12's passt connects only after a bind() to the
 # destination failed (tcp.c tcp_conn_from_tap at 7c7625d: "Nobody is
 # listening then"); fd00:ec2::254 is an address of the pod, so the sidecar
-# holds [fd00:ec2::254]:80 (src/sidecar/plumb.h plumb_port_hold6), taken
+# holds [fd00:ec2::254]:80 (src/net/plumb.h plumb_port_hold6), taken
 # while no passt holds :80: the pod's order, the sidecar first, then passt.
 # The guest's web server stopped first: while it listened, this pasta was
 # seen holding a wildcard :80 of its own, which hides passt's probe (without

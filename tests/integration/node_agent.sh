@@ -235,8 +235,9 @@ refused=$(mval imds_node_pod_refusals_total)
 sets=$(mval imds_node_listener_sets_total)
 # (this agent came after the sidecars had their listeners: it adopted them, passing none)
 if [[ $code == 200 ]] && ((serving == 3 && $(mval imds_node_pods_served_total) == 3 && refused >= 9 && sets == 0)) &&
+	[[ $(mval imds_node_arp_replies_total) =~ ^[0-9]+$ && $(mval imds_node_ndp_replies_total) =~ ^[0-9]+$ ]] &&
 	grep -q '^imds_node_build_info{version="' "$NET_TMP/m.body"; then
-	ok "agent /metrics: 3 pods serving, $refused refusals (the hostile pods), no listener set passed again (adopted), its version"
+	ok "agent /metrics: 3 pods serving, $refused refusals (the hostile pods), no listener set passed again (adopted), the responders' ARP and NDP replies ($(mval imds_node_arp_replies_total), $(mval imds_node_ndp_replies_total)), its version"
 else
 	not_ok "agent /metrics: 3 pods serving, the hostile pods' refusals, no listener set passed again" "HTTP $code" "$(grep -v '^#' "$NET_TMP/m.body")"
 fi

@@ -36,6 +36,7 @@
 #                                 (IMDS_TEST_NET_MODE), else the suite's header
 #                                 line "# imds-net-mode: agent" (lines 2-12),
 #                                 else pod
+#   agent_metric NAME             agent mode: a sample of that imds-node's /metrics
 #   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254,
 #                                 its IPv6 addresses and solicitations for them
 #   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
@@ -900,12 +901,24 @@ imds_start_agent() {
 	# the pod's folder and cgroup before the agent starts, as the kubelet's
 	pod_folder "$uid" >/dev/null && pod_cgroup "$uid" >/dev/null || return 1
 	chmod -R a+rX "$NET_TMP/data" "$NET_TMP/tokens"
-	[[ -n $AGENT_PID ]] || agent_start "$IMDS_LOG" || return 1
+	if [[ -z $AGENT_PID ]]; then
+		agent_start "$IMDS_LOG" --metrics-addr 127.0.0.1:0 || return 1
+		wait_for_line "$IMDS_LOG" 'health and metrics on 127\.0\.0\.1:[0-9]+ ' 5 || return 1
+		AGENT_MPORT=$(sed -nE 's/.*health and metrics on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$IMDS_LOG" | tail -1)
+	fi
 	sidecar_exec "$uid" "$NS_POD" "$IMDS_LOG" IMDS_NAMESPACE=default IMDS_VM_NAME=netvm \
 		IMDS_POD_NAME=virt-launcher-netvm-abcde IMDS_SA_NAME=default \
 		IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
 		IMDS_USER_DATA_FILE="$NET_TMP/data/user-data" "$@" -- "${IMDS_WRAP[@]}" "$IMDS_SERVER" run || return 1
 	IMDS_PID=$SIDECAR_PID
+}
+
+# agent_metric NAME: the value of sample NAME on the suite's imds-node's
+# /metrics now (agent mode: imds_start_agent starts it with --metrics-addr),
+# or nothing.
+agent_metric() {
+	curl -s --noproxy '*' --max-time 2 "http://127.0.0.1:${AGENT_MPORT:-1}/metrics" |
+		awk -v k="$1" '$1 == k {print $2}'
 }
 
 # imds_wait_serving [N] [TIMEOUT_S]: until the log has N "net: serving" lines.

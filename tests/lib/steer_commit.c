@@ -1,4 +1,4 @@
-/* steer_commit: commits the ruleset of tests/unit/sidecar/steer_golden.h
+/* steer_commit: commits the ruleset of tests/unit/net/steer_golden.h
  * into the current network namespace, through the sidecar's own nft.c, for
  * tests/fixtures/nft/regen.sh (which lists it and has nft encode the
  * listing: the golden file).  Needs CAP_NET_ADMIN and the golden's
@@ -10,7 +10,7 @@
 #include "nl.h"
 #include "nft.h"
 #include "steer.h"
-#include "../unit/sidecar/steer_golden.h"
+#include "../unit/net/steer_golden.h"
 
 int main(void)
 {

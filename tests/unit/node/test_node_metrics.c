@@ -18,7 +18,8 @@
 #include "sbuf.h"
 
 static const struct node_counters counters = {
-	.refused = 3, .passes = 120, .pass_failed = 2, .restored = 1, .listener_sets = 7, .served = 5};
+	.refused = 3, .passes = 120, .pass_failed = 2, .restored = 1, .listener_sets = 7, .served = 5,
+	.arp_replies = 41, .ndp_replies = 9};
 static const struct node_gauges gauges = {.pods = 6, .connected = 5, .serving = 4, .max_pods = 256};
 
 static const char want[] =
@@ -52,6 +53,12 @@ static const char want[] =
 	"# HELP imds_node_listener_sets_total Listener sets handed to sidecars.\n"
 	"# TYPE imds_node_listener_sets_total counter\n"
 	"imds_node_listener_sets_total 7\n"
+	"# HELP imds_node_arp_replies_total ARP replies sent to VMs for the service's IPv4 address, all pods.\n"
+	"# TYPE imds_node_arp_replies_total counter\n"
+	"imds_node_arp_replies_total 41\n"
+	"# HELP imds_node_ndp_replies_total Neighbour advertisements sent to VMs for the service's IPv6 addresses, all pods.\n"
+	"# TYPE imds_node_ndp_replies_total counter\n"
+	"imds_node_ndp_replies_total 9\n"
 	"# HELP imds_node_build_info The running version (git describe), always 1.\n"
 	"# TYPE imds_node_build_info gauge\n"
 	"imds_node_build_info{version=\"v0.9.0-3-gabcdef0\"} 1\n";
@@ -108,7 +115,7 @@ static void test_format(void **state)
 		assert_true(end != v + 1 && *end == 0);
 		samples++;
 	}
-	assert_int_equal(samples, 11);
+	assert_int_equal(samples, 13);
 }
 
 static void test_edges(void **state)
@@ -130,7 +137,7 @@ static void test_edges(void **state)
 	size_t lines = 0;
 	for (const char *p = buf; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 33);
+	assert_int_equal(lines, 39);
 
 	/* too small: flagged, NUL-terminated inside, nothing past cap */
 	for (size_t cap = 1; cap < sizeof(want); cap += 37) {

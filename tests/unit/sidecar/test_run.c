@@ -24,7 +24,7 @@
 
 #include "binding.h"
 #include "config.h"
-#include "netns.h"
+#include "../net/netns.h"
 #include "nft.h"
 #include "nl.h"
 #include "plumb.h"

@@ -5,7 +5,7 @@
  * Why raw netlink and not libnftnl/libmnl: the sidecar ships as one static
  * musl binary on `scratch`; Debian builds libnftnl for glibc only, and the
  * kernel interface we use is small and stable (the same messages `nft
- * --debug=netlink` prints for our rules, see tests/unit/sidecar/test_steer.c; the builder and
+ * --debug=netlink` prints for our rules, see tests/unit/net/test_steer.c; the builder and
  * the socket side on their own: test_nft.c).
  * The rtnetlink half (nl.c) is raw for the same reason.
  *
