@@ -67,16 +67,8 @@ static const struct route routes[] = {
 	{ROUTE_READ, 0, "/openstack/", NULL, os_versions, AT(openstack)},
 	{ROUTE_READ, 0, "/openstack/{v}", os_version_ok, os_files, AT(openstack)},
 	{ROUTE_READ, 0, "/openstack/{v}/", os_version_ok, os_files, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/meta_data.json", os_version_ok, os_meta_data, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/user_data", os_version_ok, os_user_data, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/vendor_data.json", os_version_ok, os_vendor_data,
-	 AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/network_data.json", os_version_ok, os_network_data,
-	 AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/vendor_data2.json", os_vendor_data2_version_ok,
-	 os_vendor_data2, AT(openstack)},
-	{ROUTE_READ | ROUTE_POST, 0, "/openstack/{v}/password", os_password_version_ok,
-	 password_serve, AT(inst.pw)},
+	/* Its files: a row each, from openstack.h's table of them. */
+	OS_ROUTES
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
 	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},

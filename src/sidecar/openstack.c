@@ -10,20 +10,17 @@
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
-/* The files of a version, in Nova's order, each served from its version on
- * (NULL: every one), kept in that order: what a version lists is the rows
- * up to the first it does not serve. */
-enum { OS_META, OS_USER, OS_VENDOR, OS_NETWORK, OS_PASSWORD, OS_VENDOR2, OS_NFILES };
+/* The files of a version: openstack.h's OS_FILES, one row each. */
+#define OS_ENUM(id, ...) OS_##id,
+enum { OS_FILES(OS_ENUM) OS_NFILES };
+#undef OS_ENUM
 static const struct os_file {
 	const char *name;
 	const char *since;
 } files[OS_NFILES] = {
-	[OS_META] = {"meta_data.json", NULL},
-	[OS_USER] = {"user_data", NULL},
-	[OS_VENDOR] = {"vendor_data.json", NULL},
-	[OS_NETWORK] = {"network_data.json", NULL},
-	[OS_PASSWORD] = {"password", "2013-04-04"},         /* GRIZZLY */
-	[OS_VENDOR2] = {"vendor_data2.json", "2016-10-06"}, /* NEWTON_TWO */
+#define OS_ROW(id, name, since, ...) [OS_##id] = {name, since},
+	OS_FILES(OS_ROW)
+#undef OS_ROW
 };
 _Static_assert(OS_NFILES <= OS_FILES_MAX, "OS_FILES_MAX");
 
@@ -51,15 +48,13 @@ static int serves(const char *v, size_t n, const struct os_file *f)
 	return f->since ? from(v, n, f->since) : os_version_ok(v, n);
 }
 
-int os_password_version_ok(const char *v, size_t n)
-{
-	return serves(v, n, &files[OS_PASSWORD]);
-}
-
-int os_vendor_data2_version_ok(const char *v, size_t n)
-{
-	return serves(v, n, &files[OS_VENDOR2]);
-}
+#define OS_SERVES(id, ...)                            \
+	int os_serves_##id(const char *v, size_t n)   \
+	{                                             \
+		return serves(v, n, &files[OS_##id]); \
+	}
+OS_FILES(OS_SERVES)
+#undef OS_SERVES
 
 const char *os_file_name(size_t i)
 {

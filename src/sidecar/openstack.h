@@ -26,6 +26,23 @@
 #include "blob.h"
 #include "instance.h"
 
+/* The one table of a version's files, in Nova's order, each served from
+ * its version on (NULL: every one), kept in that order: what a version
+ * lists is the rows up to the first it does not serve.  A row: its id, its
+ * name, that version, its handler, the methods it takes and the member of
+ * imds.c's app its handler's state is.  openstack.c derives the listing and
+ * a version predicate per row (os_serves_<id>) from it, imds.c its route
+ * rows (OS_ROUTES), so that a file, its listing and its route cannot drift. */
+#define OS_FILES(X)                                                                            \
+	X(meta, "meta_data.json", NULL, os_meta_data, ROUTE_READ, openstack)                   \
+	X(user, "user_data", NULL, os_user_data, ROUTE_READ, openstack)                        \
+	X(vendor, "vendor_data.json", NULL, os_vendor_data, ROUTE_READ, openstack)             \
+	X(network, "network_data.json", NULL, os_network_data, ROUTE_READ, openstack)          \
+	/* GRIZZLY; the handler is password.c's */                                            \
+	X(password, "password", "2013-04-04", password_serve, ROUTE_READ | ROUTE_POST, inst.pw) \
+	/* NEWTON_TWO */                                                                       \
+	X(vendor2, "vendor_data2.json", "2016-10-06", os_vendor_data2, ROUTE_READ, openstack)
+
 #define OS_FILES_MAX 8 /* rows of the table of files */
 
 struct openstack {
@@ -47,15 +64,22 @@ struct openstack {
 int os_open(struct openstack *os, struct instance *in);
 void os_close(struct openstack *os);
 
-/* Route versions: "latest" or a YYYY-MM-DD date; the password from
- * 2013-04-04 on. */
+/* Route versions: "latest" or a YYYY-MM-DD date. */
 int os_version_ok(const char *v, size_t n);
-int os_password_version_ok(const char *v, size_t n);
-/* ... vendor_data2.json from 2016-10-06 (Nova's NEWTON_TWO) on. */
-int os_vendor_data2_version_ok(const char *v, size_t n);
+/* Per row of OS_FILES: 1 when version v[0..n) serves that file. */
+#define OS_SERVES_DECL(id, ...) int os_serves_##id(const char *v, size_t n);
+OS_FILES(OS_SERVES_DECL)
+#undef OS_SERVES_DECL
 
-/* The i-th file a version may list (its route in imds.c's table), NULL
- * past the last: for the tests that hold the listing to the routes. */
+/* The route rows of the files (route.h), derived from OS_FILES, for a
+ * table whose owner has the members the rows name: the includer defines
+ * AT(member), the member's offset in that owner (imds.c). */
+#define OS_ROUTE(id, name, since, fn, methods, state) \
+	{(methods), 0, "/openstack/{v}/" name, os_serves_##id, fn, AT(state)},
+#define OS_ROUTES OS_FILES(OS_ROUTE)
+
+/* The i-th file a version may list, NULL past the last: for the tests
+ * that hold the listing to the routes. */
 const char *os_file_name(size_t i);
 
 struct call;

@@ -312,6 +312,22 @@ static void test_openstack_table(void **state)
 			fail_msg("latest does not list %s", os_file_name(i));
 	resp_free(&r);
 	assert_true(versions_n > 3 && answered > versions_n * 4);
+	/* The route table's file rows are the table's, derived: one per file,
+	 * no other. */
+	size_t routed = 0;
+	for (size_t i = 0; imds_route_pattern(i); i++) {
+		const char *p = imds_route_pattern(i);
+		const char *pre = "/openstack/{v}/";
+		if (strncmp(p, pre, strlen(pre)) != 0 || !p[strlen(pre)])
+			continue;
+		size_t j = 0;
+		while (os_file_name(j) && strcmp(os_file_name(j), p + strlen(pre)) != 0)
+			j++;
+		if (!os_file_name(j))
+			fail_msg("route %s: no row of the table of files", p);
+		routed++;
+	}
+	assert_int_equal(routed, nrows);
 }
 
 int main(void)
