@@ -178,6 +178,10 @@ static void identity(struct instance *in)
 	}
 	in->hostname = in->host;
 	in->vm_ns = cfg->ns;
+	in->vm_name = cfg->vm_name;
+	in->pod_name = cfg->pod_name;
+	in->sa_name = cfg->sa_name;
+	in->token_path = cfg->token_path;
 	in->zone = cfg->zone;
 	in->region = cfg->region;
 	in->password_key = cfg->password_key;

@@ -76,6 +76,11 @@ struct instance {
 	/* The pod and its node, as the layouts say them (a layout reads this
 	 * model, never the configuration). */
 	const char *vm_ns;         /* the VM's namespace */
+	/* The pod's Kubernetes identity and its ServiceAccount token, for
+	 * kube.c: the VM's name, the pod's, its ServiceAccount's, and the
+	 * token's path (IMDS_TOKEN_PATH; its folder holds the audiences'). */
+	const char *vm_name, *pod_name, *sa_name;
+	const char *token_path;
 	const char *zone, *region; /* the node's topology labels; NULL: unknown */
 	/* The entry of the SSH keys whose first RSA key OpenStack lists alone
 	 * (IMDS_PASSWORD_KEY); NULL: every key. */

@@ -15,16 +15,15 @@
 
 int kube_open(struct kube *k, struct instance *in, char *err, size_t errlen)
 {
-	const struct imds_config *c = in->cfg;
 	memset(k, 0, sizeof(*k));
 	k->inst = in;
-	const char *slash = strrchr(c->token_path, '/');
-	size_t dlen = (size_t)(slash - c->token_path);
+	const char *slash = strrchr(in->token_path, '/');
+	size_t dlen = (size_t)(slash - in->token_path);
 	if (dlen >= sizeof(k->token_dir)) {
 		snprintf(err, errlen, "IMDS_TOKEN_PATH: too long");
 		return -ENAMETOOLONG;
 	}
-	memcpy(k->token_dir, c->token_path, dlen);
+	memcpy(k->token_dir, in->token_path, dlen);
 	k->token_dir[dlen] = '\0';
 	k->body_cap = KUBE_TOKEN_MAX * 6 / 5 + 256;
 	k->tok = malloc(KUBE_TOKEN_MAX + 1);
@@ -32,10 +31,10 @@ int kube_open(struct kube *k, struct instance *in, char *err, size_t errlen)
 	char buf[4096];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "namespace", c->ns, 0);
-	call_json_field(&b, "serviceAccountName", c->sa_name, 1);
-	call_json_field(&b, "vmName", c->vm_name, 1);
-	call_json_field(&b, "podName", c->pod_name, 1);
+	call_json_field(&b, "namespace", in->vm_ns, 0);
+	call_json_field(&b, "serviceAccountName", in->sa_name, 1);
+	call_json_field(&b, "vmName", in->vm_name, 1);
+	call_json_field(&b, "podName", in->pod_name, 1);
 	call_json_field(&b, "instanceId", in->iid, 1);
 	sbuf_puts(&b, "}\n");
 	k->identity = call_render(&b);
@@ -109,7 +108,7 @@ void kube_token(struct call *c)
 	struct kube *k = c->self;
 	struct http_response *res = c->res;
 	char path[4096 + 512];
-	const char *tpath = k->inst->cfg->token_path;
+	const char *tpath = k->inst->token_path;
 	char aud[512], dir[1600];
 	int an = call_query_param(c->req->query.p, c->req->query.n, "audience", aud, sizeof(aud));
 	if (an == -EINVAL || an == -ENOSPC || an > 500) {
