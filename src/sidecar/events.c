@@ -78,25 +78,69 @@ void ev_gce_maintenance(struct call *c)
 	call_data_text(c, "application/text", s, strlen(s));
 }
 
+/* GCE's instance/ folder as one table: a row per key, in the listing's
+ * order, with the condition it is there on (NULL: always) and its leaf
+ * (NULL: its own route, ev_gce_maintenance).  The listing is the rows
+ * that are there, so that it cannot drift from its leaves. */
+static void gce_id(struct sbuf *b, const struct instance *in)
+{
+	sbuf_puts(b, in->iid);
+}
+
+static void gce_hostname(struct sbuf *b, const struct instance *in)
+{
+	sbuf_puts(b, in->hostname);
+}
+
+/* projects/<project>/zones/<zone>: the namespace stands for the project,
+ * as in the OpenStack layout's project_id. */
+static void gce_zone(struct sbuf *b, const struct instance *in)
+{
+	sbuf_printf(b, "projects/%s/zones/%s", in->vm_ns, in->zone);
+}
+
+/* zone only when known (the pod's topology label): no stand-in */
+static int zone_known(const struct instance *in)
+{
+	return in->zone != NULL;
+}
+
+static const struct gce_key {
+	const char *name;
+	int (*there)(const struct instance *in);
+	void (*leaf)(struct sbuf *b, const struct instance *in);
+} gce_instance[] = {
+	{"hostname", NULL, gce_hostname},
+	{"id", NULL, gce_id},
+	{"maintenance-event", NULL, NULL},
+	{"name", NULL, gce_hostname},
+	{"zone", zone_known, gce_zone},
+};
+
+const char *ev_gce_instance_key(size_t i)
+{
+	return i < sizeof(gce_instance) / sizeof(gce_instance[0]) ? gce_instance[i].name : NULL;
+}
+
 void ev_gce_instance(struct call *c)
 {
 	struct instance *in = c->self;
 	const char *p = c->rest.p;
 	size_t n = c->rest.n;
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
-	if (n == 0) {
-		/* zone only when known (the pod's topology label): no stand-in */
-		sbuf_puts(&b, in->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
-					    : "hostname\nid\nmaintenance-event\nname\n");
-	} else if (is(p, n, "id")) {
-		sbuf_puts(&b, in->iid);
-	} else if (is(p, n, "name") || is(p, n, "hostname")) {
-		sbuf_puts(&b, in->hostname);
-	} else if (is(p, n, "zone") && in->zone) {
-		/* projects/<project>/zones/<zone>: the namespace stands for the
-		 * project, as in the OpenStack layout's project_id. */
-		sbuf_printf(&b, "projects/%s/zones/%s", in->vm_ns, in->zone);
-	} else {
+	for (size_t i = 0; i < sizeof(gce_instance) / sizeof(gce_instance[0]); i++) {
+		const struct gce_key *k = &gce_instance[i];
+		if (k->there && !k->there(in))
+			continue;
+		if (n == 0) {
+			sbuf_printf(&b, "%s\n", k->name);
+		} else if (k->leaf && is(p, n, k->name)) {
+			k->leaf(&b, in);
+			answer(c, "application/text", &b);
+			return;
+		}
+	}
+	if (n) {
 		ev_gce_not_found(c);
 		return;
 	}

@@ -24,6 +24,9 @@ void ev_lifecycle(struct call *c);
 
 void ev_gce_maintenance(struct call *c);
 void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostname,zone} */
+/* The i-th key of the table of instance/ (events.c), NULL past the last:
+ * for the tests that hold its listing to its leaves. */
+const char *ev_gce_instance_key(size_t i);
 void ev_gce_not_found(struct call *c);
 /* GCE's header rule (the route rule ROUTE_FLAVOR): every answer says
  * Metadata-Flavor: Google, errors included; a request without that exact
