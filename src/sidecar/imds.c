@@ -75,11 +75,8 @@ static const struct route routes[] = {
 	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
 	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data", ec2_version_ok, ec2_meta_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data/*", ec2_version_ok, ec2_meta_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/user-data", ec2_version_ok, ec2_user_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic", ec2_version_ok, ec2_dynamic, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic/*", ec2_version_ok, ec2_dynamic, AT(ec2)},
+	/* Its parts: a row each (two for a tree), from ec2.h's table of them. */
+	EC2_ROUTES
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
