@@ -375,6 +375,18 @@ static void test_ec2_table(void **state)
 	unsigned there;
 	/* Nothing but the identity: the optional rows are not there. */
 	struct imds_app *a = start(f);
+	/* Every version GET / lists is one, whose parts and trees hold. */
+	char versions[512];
+	assert_int_equal(get_body(a, "/", versions, sizeof(versions)), 200);
+	unsigned nver = 0;
+	for (char *v = versions, *e; *v; v = e ? e + 1 : v + strlen(v)) {
+		e = strchr(v, '\n');
+		if (e)
+			*e = '\0';
+		rows_and_listings(a, v, &there);
+		nver++;
+	}
+	assert_true(nver >= 6);
 	rows_and_listings(a, "latest", &there);
 	get_is(a, "/latest/meta-data/", 200,
 	       "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
