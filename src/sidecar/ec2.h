@@ -53,7 +53,7 @@ void ec2_open(struct ec2 *e, struct instance *in);
 	/* as EC2: listed only when there is some */                  \
 	X(user, "user-data", ec2_user_data, LEAF, has_user_data)
 
-/* The route rows of the parts (route.h), every one gated (IMDS_SESSION=
+/* The route rows of the parts (httproute.h), every one gated (IMDS_SESSION=
  * required), for a table whose owner has a member ec2: the includer
  * defines AT(member), as for OS_ROUTES (imds.c). */
 #define EC2_ROUTE_LEAF(name, fn)

@@ -14,7 +14,7 @@
 #include "openstack.h"
 #include "password.h"
 #include "rate.h"
-#include "route.h"
+#include "httproute.h"
 #include "serve.h"
 #include "session.h"
 #include "wait.h"

@@ -71,7 +71,7 @@ int os_version_ok(const char *v, size_t n);
 OS_FILES(OS_SERVES_DECL)
 #undef OS_SERVES_DECL
 
-/* The route rows of the files (route.h), derived from OS_FILES, for a
+/* The route rows of the files (httproute.h), derived from OS_FILES, for a
  * table whose owner has the members the rows name: the includer defines
  * AT(member), the member's offset in that owner (imds.c). */
 #define OS_ROUTE(id, name, since, fn, methods, state) \

@@ -1,4 +1,4 @@
-/* route: the matcher as a byte table — literal patterns, the {v} version
+/* httproute: the matcher as a byte table — literal patterns, the {v} version
  * segment with its validator, the trailing '*', first match wins — every
  * path given as an exact-size heap copy (no NUL after it, so a read past
  * the end shows under ASan), and every truncated prefix of each matching
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "route.h"
+#include "httproute.h"
 
 static int ver_date(const char *v, size_t n)
 {

@@ -1,4 +1,6 @@
-/* route: the sidecar's route table, matched against a request's path.
+/* httproute: the sidecar's HTTP route table, matched against a request's
+ * path (the kernel's routes the network half writes are nl.c's and
+ * plumb.c's).
  *
  * A route is a method set, a path pattern, the header rules the wiring
  * checks before its handler runs, and the handler with the offset of its
@@ -11,8 +13,8 @@
  * caller answers 405 when the method is not among the route's.
  *
  * Pure: bytes in, a route and spans out; no allocation. */
-#ifndef IMDS_ROUTE_H
-#define IMDS_ROUTE_H
+#ifndef IMDS_HTTPROUTE_H
+#define IMDS_HTTPROUTE_H
 
 #include <stddef.h>
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "route.h"
+#include "httproute.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

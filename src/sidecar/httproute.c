@@ -1,4 +1,4 @@
-#include "route.h"
+#include "httproute.h"
 
 #include <string.h>
 
