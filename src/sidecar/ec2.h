@@ -58,9 +58,9 @@ void ec2_open(struct ec2 *e, struct instance *in);
  * defines AT(member), as for OS_ROUTES (imds.c). */
 #define EC2_ROUTE_LEAF(name, fn)
 #define EC2_ROUTE_TREE(name, fn) \
-	{ROUTE_READ, ROUTE_GATED, "/{v}/" name "/*", ec2_version_ok, fn, AT(ec2)},
-#define EC2_ROUTE(id, name, fn, kind, has)                                 \
-	{ROUTE_READ, ROUTE_GATED, "/{v}/" name, ec2_version_ok, fn, AT(ec2)}, \
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}/" name "/*", ec2_version_ok, fn, AT(ec2)},
+#define EC2_ROUTE(id, name, fn, kind, has)                                            \
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}/" name, ec2_version_ok, fn, AT(ec2)}, \
 		EC2_ROUTE_##kind(name, fn)
 #define EC2_ROUTES EC2_PARTS(EC2_ROUTE)
 

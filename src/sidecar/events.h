@@ -5,7 +5,7 @@
  *          MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE, and
  *          the instance/ keys its clients read first (id, name, hostname,
  *          zone); its header rule, Metadata-Flavor: Google, is here
- *          (ev_gce_flavor), checked on the routes marked ROUTE_FLAVOR
+ *          (ev_gce_flavor), checked on the routes marked HTTPROUTE_FLAVOR
  *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
  *          StartRequests, and the compute document of /metadata/instance
  *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
@@ -28,7 +28,7 @@ void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostn
  * for the tests that hold its listing to its leaves. */
 const char *ev_gce_instance_key(size_t i);
 void ev_gce_not_found(struct call *c);
-/* GCE's header rule (the route rule ROUTE_FLAVOR): every answer says
+/* GCE's header rule (the route rule HTTPROUTE_FLAVOR): every answer says
  * Metadata-Flavor: Google, errors included; a request without that exact
  * header once, or with a proxy header, gets 403 (0, or -1 answered). */
 void ev_gce_flavor_header(struct http_response *res);

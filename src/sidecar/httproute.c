@@ -3,7 +3,7 @@
 #include <string.h>
 
 /* 1 when pat matches path[0..pn) whole; the wildcards' spans in ver and rest. */
-static int match(const char *pat, route_ver_fn *ver_ok, const char *path, size_t pn,
+static int match(const char *pat, httproute_ver_fn *ver_ok, const char *path, size_t pn,
 		 struct http_span *ver, struct http_span *rest)
 {
 	size_t j = 0;
@@ -30,8 +30,8 @@ static int match(const char *pat, route_ver_fn *ver_ok, const char *path, size_t
 	return j == pn;
 }
 
-const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
-			       struct http_span *ver, struct http_span *rest)
+const struct httproute *httproute_find(const struct httproute *t, size_t n, const char *path,
+				       size_t pn, struct http_span *ver, struct http_span *rest)
 {
 	for (size_t i = 0; i < n; i++) {
 		*ver = (struct http_span){NULL, 0};
@@ -44,7 +44,7 @@ const struct route *route_find(const struct route *t, size_t n, const char *path
 	return NULL;
 }
 
-size_t route_merge_slashes(const char *path, size_t n, char *out)
+size_t httproute_merge_slashes(const char *path, size_t n, char *out)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -55,13 +55,13 @@ size_t route_merge_slashes(const char *path, size_t n, char *out)
 	return o;
 }
 
-unsigned route_method_bit(enum http_method m)
+unsigned httproute_method_bit(enum http_method m)
 {
 	switch (m) {
-	case HTTP_M_GET: return ROUTE_GET;
-	case HTTP_M_HEAD: return ROUTE_HEAD;
-	case HTTP_M_POST: return ROUTE_POST;
-	case HTTP_M_PUT: return ROUTE_PUT;
+	case HTTP_M_GET: return HTTPROUTE_GET;
+	case HTTP_M_HEAD: return HTTPROUTE_HEAD;
+	case HTTP_M_POST: return HTTPROUTE_POST;
+	case HTTP_M_PUT: return HTTPROUTE_PUT;
 	default: return 0;
 	}
 }

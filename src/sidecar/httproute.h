@@ -21,53 +21,53 @@
 #include "http_parse.h"
 
 struct call;
-typedef void route_fn(struct call *c);
+typedef void httproute_fn(struct call *c);
 /* 1 when v[0..n) is a version this route serves. */
-typedef int route_ver_fn(const char *v, size_t n);
+typedef int httproute_ver_fn(const char *v, size_t n);
 
-enum route_method {
-	ROUTE_GET = 1 << 0,
-	ROUTE_HEAD = 1 << 1,
-	ROUTE_POST = 1 << 2,
-	ROUTE_PUT = 1 << 3,
+enum httproute_method {
+	HTTPROUTE_GET = 1 << 0,
+	HTTPROUTE_HEAD = 1 << 1,
+	HTTPROUTE_POST = 1 << 2,
+	HTTPROUTE_PUT = 1 << 3,
 };
-#define ROUTE_READ (ROUTE_GET | ROUTE_HEAD)
+#define HTTPROUTE_READ (HTTPROUTE_GET | HTTPROUTE_HEAD)
 
-enum route_rule {
+enum httproute_rule {
 	/* Kubernetes credentials: the exact header Metadata: true, no proxy
 	 * headers (403), Cache-Control: no-store. */
-	ROUTE_GUARD = 1 << 0,
+	HTTPROUTE_GUARD = 1 << 0,
 	/* With IMDS_SESSION=required, 401 without a session token. */
-	ROUTE_GATED = 1 << 1,
+	HTTPROUTE_GATED = 1 << 1,
 	/* Opens a session: answered before any token check or wait. */
-	ROUTE_OPENS = 1 << 2,
+	HTTPROUTE_OPENS = 1 << 2,
 	/* GCE's rule (events.c's ev_gce_flavor): every answer says
 	 * Metadata-Flavor: Google; a request without that exact header, or with
 	 * proxy headers, gets 403. */
-	ROUTE_FLAVOR = 1 << 3,
+	HTTPROUTE_FLAVOR = 1 << 3,
 };
 
-struct route {
-	unsigned methods;      /* enum route_method bits */
-	unsigned rules;        /* enum route_rule bits */
+struct httproute {
+	unsigned methods;         /* enum httproute_method bits */
+	unsigned rules;           /* enum httproute_rule bits */
 	const char *pattern;
-	route_ver_fn *ver_ok;  /* for {v}; NULL when the pattern has none */
-	route_fn *fn;
-	size_t self;           /* offset of the handler's state in the owner */
+	httproute_ver_fn *ver_ok; /* for {v}; NULL when the pattern has none */
+	httproute_fn *fn;
+	size_t self;              /* offset of the handler's state in the owner */
 };
 
 /* The first route of t[0..n) whose pattern matches path[0..pn), or NULL.
  * ver and rest get the spans of path the wildcards matched ({NULL, 0}
  * when the pattern has none). */
-const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
-			       struct http_span *ver, struct http_span *rest);
+const struct httproute *httproute_find(const struct httproute *t, size_t n, const char *path,
+				       size_t pn, struct http_span *ver, struct http_span *rest);
 
 /* path[0..n) with every run of '/' made one (nginx's merge_slashes, on by
  * default there: "/v1//meta-data" is "/v1/meta-data"), into out (room for
  * n bytes; it may be path itself).  The length written. */
-size_t route_merge_slashes(const char *path, size_t n, char *out);
+size_t httproute_merge_slashes(const char *path, size_t n, char *out);
 
-/* The route_method bit of an HTTP method; 0 for others. */
-unsigned route_method_bit(enum http_method m);
+/* The httproute_method bit of an HTTP method; 0 for others. */
+unsigned httproute_method_bit(enum http_method m);
 
 #endif

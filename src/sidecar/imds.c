@@ -42,39 +42,40 @@ static void healthz(struct call *c)
 
 #define AT(member) offsetof(struct imds_app, member)
 
-static const struct route routes[] = {
-	{ROUTE_READ, 0, "/healthz", NULL, healthz, 0},
+static const struct httproute routes[] = {
+	{HTTPROUTE_READ, 0, "/healthz", NULL, healthz, 0},
 	/* NoCloud, the seed URL of the VM's serial; cloud-init sends no headers. */
-	{ROUTE_READ, 0, "/v1/meta-data", NULL, nocloud_meta_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/user-data", NULL, nocloud_user_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/vendor-data", NULL, nocloud_vendor_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/network-config", NULL, nocloud_network_config, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/meta-data", NULL, nocloud_meta_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/user-data", NULL, nocloud_user_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/vendor-data", NULL, nocloud_vendor_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/network-config", NULL, nocloud_network_config, AT(nocloud)},
 	/* Lifecycle events (events.c): ours, GCE's and Azure's; EC2's are in its tree. */
-	{ROUTE_READ, 0, "/v1/lifecycle", NULL, ev_lifecycle, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/maintenance-event", NULL,
+	{HTTPROUTE_READ, 0, "/v1/lifecycle", NULL, ev_lifecycle, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/v1/instance/maintenance-event", NULL,
 	 ev_gce_maintenance, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/*", NULL, ev_gce_instance, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/*", NULL, ev_gce_not_found, AT(inst)},
-	{ROUTE_READ | ROUTE_POST, ROUTE_GUARD, "/metadata/scheduledevents", NULL, ev_azure_events,
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/v1/instance/*", NULL, ev_gce_instance,
 	 AT(inst)},
-	{ROUTE_READ, ROUTE_GUARD, "/metadata/instance", NULL, ev_azure_instance, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/*", NULL, ev_gce_not_found, AT(inst)},
+	{HTTPROUTE_READ | HTTPROUTE_POST, HTTPROUTE_GUARD, "/metadata/scheduledevents", NULL,
+	 ev_azure_events, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD, "/metadata/instance", NULL, ev_azure_instance, AT(inst)},
 	/* Kubernetes credentials. */
-	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/identity", NULL, kube_identity, AT(kube)},
-	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
-	{ROUTE_PUT, ROUTE_OPENS, "/v1/session", NULL, session_serve, AT(sessions)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD | HTTPROUTE_GATED, "/v1/identity", NULL, kube_identity, AT(kube)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD | HTTPROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/v1/session", NULL, session_serve, AT(sessions)},
 	/* OpenStack: cloudbase-init cannot send headers either. */
-	{ROUTE_READ, 0, "/openstack", NULL, os_versions, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/", NULL, os_versions, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}", os_version_ok, os_files, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/", os_version_ok, os_files, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack", NULL, os_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/", NULL, os_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}", os_version_ok, os_files, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}/", os_version_ok, os_files, AT(openstack)},
 	/* Its files: a row each, from openstack.h's table of them. */
 	OS_ROUTES
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
-	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
-	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
 	/* Its parts: a row each (two for a tree), from ec2.h's table of them. */
 	EC2_ROUTES
 };
@@ -94,10 +95,10 @@ const char *imds_route_pattern(size_t i)
 
 static void not_allowed(struct http_response *res, unsigned allowed)
 {
-	if (allowed == ROUTE_PUT) {
+	if (allowed == HTTPROUTE_PUT) {
 		http_res_error(res, 405, "method_not_allowed", "a session is opened with PUT");
 		http_res_header(res, "Allow", "PUT");
-	} else if (allowed & ROUTE_POST) {
+	} else if (allowed & HTTPROUTE_POST) {
 		http_res_error(res, 405, "method_not_allowed", "only GET, HEAD and POST are supported");
 		http_res_header(res, "Allow", "GET, HEAD, POST");
 	} else {
@@ -130,13 +131,13 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	struct call c = {.req = req, .res = res};
 	/* The head is at most 8 KiB; a longer path could not have been parsed. */
 	size_t pn = req->path.n < sizeof(a->path) ? req->path.n : sizeof(a->path);
-	pn = route_merge_slashes(req->path.p, pn, a->path);
-	const struct route *r = route_find(routes, NROUTES, a->path, pn, &c.ver, &c.rest);
-	unsigned allowed = r ? r->methods : ROUTE_READ;
+	pn = httproute_merge_slashes(req->path.p, pn, a->path);
+	const struct httproute *r = httproute_find(routes, NROUTES, a->path, pn, &c.ver, &c.rest);
+	unsigned allowed = r ? r->methods : HTTPROUTE_READ;
 	/* GCE's clients check the header on every answer, errors included. */
-	if (r && (r->rules & ROUTE_FLAVOR))
+	if (r && (r->rules & HTTPROUTE_FLAVOR))
 		ev_gce_flavor_header(res);
-	if (!(route_method_bit(req->method) & allowed)) {
+	if (!(httproute_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
 		return;
 	}
@@ -148,7 +149,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 	if (r)
 		c.self = (char *)a + r->self;
-	if (r && (r->rules & ROUTE_OPENS)) {
+	if (r && (r->rules & HTTPROUTE_OPENS)) {
 		r->fn(&c);
 		return;
 	}
@@ -158,7 +159,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_error(res, 401, "invalid_token", "X-Metadata-Token is not a valid session");
 		return;
 	}
-	if (st == 0 && a->cfg->session_required && r && (r->rules & ROUTE_GATED)) {
+	if (st == 0 && a->cfg->session_required && r && (r->rules & HTTPROUTE_GATED)) {
 		http_res_error(res, 401, "session_required",
 			       "a session is required: PUT /v1/session (or /latest/api/token), then send "
 			       "its token as X-Metadata-Token (or X-aws-ec2-metadata-token)");
@@ -172,9 +173,9 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_error(res, 404, "not_found", "no such path");
 		return;
 	}
-	if ((r->rules & ROUTE_GUARD) && guard(req, res) < 0)
+	if ((r->rules & HTTPROUTE_GUARD) && guard(req, res) < 0)
 		return;
-	if ((r->rules & ROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
+	if ((r->rules & HTTPROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
 		return;
 	r->fn(&c);
 	if (w.on && c.tag && (res->status == 200 || res->status == 304))
@@ -187,9 +188,9 @@ static size_t body_limit(const struct http_request *head, void *app)
 	struct imds_app *a = app;
 	struct http_span ver, rest;
 	size_t pn = head->path.n < sizeof(a->path) ? head->path.n : sizeof(a->path);
-	pn = route_merge_slashes(head->path.p, pn, a->path);
-	const struct route *r = route_find(routes, NROUTES, a->path, pn, &ver, &rest);
-	return head->method == HTTP_M_POST && r && (r->methods & ROUTE_POST) ? IMDS_MAX_BODY : 0;
+	pn = httproute_merge_slashes(head->path.p, pn, a->path);
+	const struct httproute *r = httproute_find(routes, NROUTES, a->path, pn, &ver, &rest);
+	return head->method == HTTP_M_POST && r && (r->methods & HTTPROUTE_POST) ? IMDS_MAX_BODY : 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */

@@ -33,15 +33,15 @@
  * imds.c's app its handler's state is.  openstack.c derives the listing and
  * a version predicate per row (os_serves_<id>) from it, imds.c its route
  * rows (OS_ROUTES), so that a file, its listing and its route cannot drift. */
-#define OS_FILES(X)                                                                            \
-	X(meta, "meta_data.json", NULL, os_meta_data, ROUTE_READ, openstack)                   \
-	X(user, "user_data", NULL, os_user_data, ROUTE_READ, openstack)                        \
-	X(vendor, "vendor_data.json", NULL, os_vendor_data, ROUTE_READ, openstack)             \
-	X(network, "network_data.json", NULL, os_network_data, ROUTE_READ, openstack)          \
-	/* GRIZZLY; the handler is password.c's */                                            \
-	X(password, "password", "2013-04-04", password_serve, ROUTE_READ | ROUTE_POST, inst.pw) \
-	/* NEWTON_TWO */                                                                       \
-	X(vendor2, "vendor_data2.json", "2016-10-06", os_vendor_data2, ROUTE_READ, openstack)
+#define OS_FILES(X)                                                                                     \
+	X(meta, "meta_data.json", NULL, os_meta_data, HTTPROUTE_READ, openstack)                        \
+	X(user, "user_data", NULL, os_user_data, HTTPROUTE_READ, openstack)                             \
+	X(vendor, "vendor_data.json", NULL, os_vendor_data, HTTPROUTE_READ, openstack)                  \
+	X(network, "network_data.json", NULL, os_network_data, HTTPROUTE_READ, openstack)               \
+	/* GRIZZLY; the handler is password.c's */                                                      \
+	X(password, "password", "2013-04-04", password_serve, HTTPROUTE_READ | HTTPROUTE_POST, inst.pw) \
+	/* NEWTON_TWO */                                                                                \
+	X(vendor2, "vendor_data2.json", "2016-10-06", os_vendor_data2, HTTPROUTE_READ, openstack)
 
 #define OS_FILES_MAX 8 /* rows of the table of files */
 

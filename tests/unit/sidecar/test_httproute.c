@@ -39,19 +39,19 @@ static void h(struct call *c)
 }
 
 /* The routes' order matters: the first match wins. */
-static const struct route table[] = {
-	{ROUTE_READ, 0, "/healthz", NULL, h, 0},                       /* 0 */
-	{ROUTE_READ, 0, "/v1/meta-data", NULL, h, 1},                  /* 1 */
-	{ROUTE_PUT, ROUTE_OPENS, "/v1/session", NULL, h, 2},           /* 2 */
-	{ROUTE_READ, 0, "/os", NULL, h, 3},                            /* 3 */
-	{ROUTE_READ, 0, "/os/{v}", ver_date, h, 4},                    /* 4 */
-	{ROUTE_READ, 0, "/os/{v}/", ver_date, h, 5},                   /* 5 */
-	{ROUTE_READ, 0, "/os/{v}/meta_data.json", ver_date, h, 6},     /* 6 */
-	{ROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 7},           /* 7 */
-	{ROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 8},             /* 8 */
-	{ROUTE_READ, 0, "/any/{v}/x", ver_any, h, 9},                  /* 9 */
-	{ROUTE_READ, 0, "/star*", NULL, h, 10},                        /* 10 */
-	{ROUTE_READ, 0, "/{v}", NULL, h, 11},                          /* 11: no validator, never */
+static const struct httproute table[] = {
+	{HTTPROUTE_READ, 0, "/healthz", NULL, h, 0},                       /* 0 */
+	{HTTPROUTE_READ, 0, "/v1/meta-data", NULL, h, 1},                  /* 1 */
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/v1/session", NULL, h, 2},           /* 2 */
+	{HTTPROUTE_READ, 0, "/os", NULL, h, 3},                            /* 3 */
+	{HTTPROUTE_READ, 0, "/os/{v}", ver_date, h, 4},                    /* 4 */
+	{HTTPROUTE_READ, 0, "/os/{v}/", ver_date, h, 5},                   /* 5 */
+	{HTTPROUTE_READ, 0, "/os/{v}/meta_data.json", ver_date, h, 6},     /* 6 */
+	{HTTPROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 7},           /* 7 */
+	{HTTPROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 8},             /* 8 */
+	{HTTPROUTE_READ, 0, "/any/{v}/x", ver_any, h, 9},                  /* 9 */
+	{HTTPROUTE_READ, 0, "/star*", NULL, h, 10},                        /* 10 */
+	{HTTPROUTE_READ, 0, "/{v}", NULL, h, 11},                          /* 11: no validator, never */
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -105,7 +105,7 @@ static int span_is(struct http_span s, const char *want)
 	return s.p && s.n == strlen(want) && memcmp(s.p, want, s.n) == 0;
 }
 
-static void test_route_table(void **state)
+static void test_httproute_table(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -115,7 +115,7 @@ static void test_route_table(void **state)
 		assert_non_null(p);
 		memcpy(p, c->path, n);
 		struct http_span ver, rest;
-		const struct route *r = route_find(table, N, p, n, &ver, &rest);
+		const struct httproute *r = httproute_find(table, N, p, n, &ver, &rest);
 		int got = r ? (int)(r - table) : -1;
 		if (got != c->route)
 			fail_msg("\"%s\": route %d, want %d", c->path, got, c->route);
@@ -131,7 +131,7 @@ static void test_route_table(void **state)
 		/* No prefix of a path matches its route with the same captures. */
 		for (size_t k = 0; got >= 0 && k < n; k++) {
 			struct http_span v2, r2;
-			const struct route *rk = route_find(table, N, p, k, &v2, &r2);
+			const struct httproute *rk = httproute_find(table, N, p, k, &v2, &r2);
 			if (rk == r && !table[got].ver_ok && strchr(table[got].pattern, '*') == NULL)
 				fail_msg("\"%s\": its %zu-byte prefix matches route %d too", c->path, k,
 					 got);
@@ -143,20 +143,20 @@ static void test_route_table(void **state)
 static void test_method_bits(void **state)
 {
 	(void)state;
-	assert_int_equal(route_method_bit(HTTP_M_GET), ROUTE_GET);
-	assert_int_equal(route_method_bit(HTTP_M_HEAD), ROUTE_HEAD);
-	assert_int_equal(route_method_bit(HTTP_M_POST), ROUTE_POST);
-	assert_int_equal(route_method_bit(HTTP_M_PUT), ROUTE_PUT);
-	assert_int_equal(route_method_bit(HTTP_M_OTHER), 0);
+	assert_int_equal(httproute_method_bit(HTTP_M_GET), HTTPROUTE_GET);
+	assert_int_equal(httproute_method_bit(HTTP_M_HEAD), HTTPROUTE_HEAD);
+	assert_int_equal(httproute_method_bit(HTTP_M_POST), HTTPROUTE_POST);
+	assert_int_equal(httproute_method_bit(HTTP_M_PUT), HTTPROUTE_PUT);
+	assert_int_equal(httproute_method_bit(HTTP_M_OTHER), 0);
 	/* every bit distinct */
-	unsigned all = ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_PUT;
+	unsigned all = HTTPROUTE_GET | HTTPROUTE_HEAD | HTTPROUTE_POST | HTTPROUTE_PUT;
 	assert_int_equal(__builtin_popcount(all), 4);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route_table),
+		cmocka_unit_test(test_httproute_table),
 		cmocka_unit_test(test_method_bits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
