@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "events.h"
 #include "sbuf.h"
 

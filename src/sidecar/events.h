@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "call.h"
+#include "answer.h"
 #include "instance.h"
 #include "sbuf.h"
 

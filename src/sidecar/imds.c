@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "ec2.h"
 #include "events.h"
 #include "instance.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "audience.h"
-#include "call.h"
+#include "answer.h"
 #include "jwt.h"
 #include "sbuf.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "log.h"
 #include "sbuf.h"
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "call.h"
+#include "answer.h"
 #include "dfile.h"
 #include "log.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "call.h"
+#include "answer.h"
 #include "config.h"
 
 struct session {

@@ -6,7 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "call.h"
+#include "answer.h"
 #include "config.h"
 #include "log.h"
 #include "sbuf.h"

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "audience.h"
-#include "call.h"
+#include "answer.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* call: the answer helpers every layout's handler uses (call.c): the data
+/* answer: the answer helpers every layout's handler uses (answer.c): the data
  * answer with its ETag or a 304, the blob answer without one, rendering
  * and JSON fields, the request's headers (one value or many, proxies),
  * If-None-Match, and query parameters.  The byte tables (query, INM) and

@@ -1,4 +1,5 @@
-/* call: one request being answered, as every layout's handler sees it.
+/* answer: one request being answered, as every layout's handler sees it
+ * (struct call, a handler's call), and the helpers that answer it.
  *
  * The wiring (imds.c) matches the route, checks the rules the route names
  * and hands its handler a call: the parsed request, the response to fill,
@@ -6,8 +7,8 @@
  * Data answers go through call_data(), which adds the ETag, answers 304
  * when the client has the bytes already, and records the tag a
  * ?wait_for_change request compares. */
-#ifndef IMDS_CALL_H
-#define IMDS_CALL_H
+#ifndef IMDS_ANSWER_H
+#define IMDS_ANSWER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "call.h"
+#include "answer.h"
 
 #include <errno.h>
 #include <stdio.h>
