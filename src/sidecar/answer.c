@@ -9,7 +9,7 @@
 
 /* ---- answers ---------------------------------------------------------------- */
 
-void call_blob(struct call *c, const char *ctype, struct blob *b)
+void answer_blob(struct call *c, const char *ctype, struct blob *b)
 {
 	struct http_response *res = c->res;
 	res->status = 200;
@@ -22,12 +22,12 @@ void call_blob(struct call *c, const char *ctype, struct blob *b)
 	}
 }
 
-struct blob *call_render(const struct sbuf *b)
+struct blob *answer_render(const struct sbuf *b)
 {
 	return b->overflow ? NULL : blob_new(b->p, b->len);
 }
 
-void call_json_field(struct sbuf *b, const char *key, const char *v, int comma)
+void answer_json_field(struct sbuf *b, const char *key, const char *v, int comma)
 {
 	sbuf_printf(b, "%s\"%s\":\"", comma ? "," : "", key);
 	if (v)
@@ -45,7 +45,7 @@ static void tag_text(uint64_t tag, char out[19])
 	sbuf_putc(&b, '"');
 }
 
-int call_inm_match(const struct http_request *req, uint64_t tag)
+int answer_req_inm_match(const struct http_request *req, uint64_t tag)
 {
 	char want[19];
 	tag_text(tag, want);
@@ -87,7 +87,7 @@ static void tagged(struct call *c, uint64_t tag)
 	c->tag = tag;
 	tag_text(tag, t);
 	http_res_header(res, "ETag", t);
-	if (res->status == 200 && call_inm_match(c->req, tag)) {
+	if (res->status == 200 && answer_req_inm_match(c->req, tag)) {
 		res->status = 304;
 		res->content_type = NULL;
 		blob_unref(res->blob);
@@ -97,13 +97,13 @@ static void tagged(struct call *c, uint64_t tag)
 	}
 }
 
-void call_data(struct call *c, const char *ctype, struct blob *b)
+void answer_data(struct call *c, const char *ctype, struct blob *b)
 {
-	call_blob(c, ctype, b);
+	answer_blob(c, ctype, b);
 	tagged(c, b ? blob_tag(b) : blob_hash("", 0));
 }
 
-void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
+void answer_data_text(struct call *c, const char *ctype, const char *p, size_t n)
 {
 	http_res_text(c->res, 200, ctype, p, n);
 	tagged(c, blob_hash(p, n));
@@ -111,7 +111,8 @@ void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
 
 /* ---- reading the request ------------------------------------------------------ */
 
-const struct http_span *call_header(const struct http_request *req, const char *name, int *many)
+const struct http_span *answer_req_header(const struct http_request *req, const char *name,
+					  int *many)
 {
 	unsigned count = 0;
 	const struct http_span *v = http_req_header(req, name, &count);
@@ -119,12 +120,12 @@ const struct http_span *call_header(const struct http_request *req, const char *
 	return v;
 }
 
-int call_forwarded(const struct http_request *req)
+int answer_req_forwarded(const struct http_request *req)
 {
 	return http_req_header(req, "x-forwarded-for", NULL) || http_req_header(req, "forwarded", NULL);
 }
 
-int call_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
+int answer_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
 {
 	size_t klen = strlen(key);
 	size_t i = 0;

@@ -188,7 +188,7 @@ static int keys_under(struct view *v, const char *p, size_t n, struct sbuf *b)
 static void json_or_null(struct sbuf *b, const char *key, const char *v)
 {
 	if (v) {
-		call_json_field(b, key, v, 1);
+		answer_json_field(b, key, v, 1);
 	} else {
 		sbuf_printf(b, ",\"%s\":null", key);
 	}
@@ -207,8 +207,8 @@ static void document(struct view *v, struct sbuf *b)
 	sbuf_puts(b, "{\"architecture\":null");
 #endif
 	json_or_null(b, "availabilityZone", in->zone);
-	call_json_field(b, "instanceId", in->iid, 1);
-	call_json_field(b, "instanceType", in->instance_type, 1);
+	answer_json_field(b, "instanceId", in->iid, 1);
+	answer_json_field(b, "instanceType", in->instance_type, 1);
 	json_or_null(b, "privateIp", v->net.ipv4);
 	json_or_null(b, "region", in->region);
 	sbuf_puts(b, ",\"version\":\"2017-09-30\"}\n");
@@ -367,7 +367,7 @@ static void text(struct call *c, const struct sbuf *b)
 	if (b->overflow)
 		http_res_error(c->res, 500, "internal", "the answer does not fit");
 	else
-		call_data_text(c, "text/plain", b->p, b->len);
+		answer_data_text(c, "text/plain", b->p, b->len);
 }
 
 /* ---- a version's parts -------------------------------------------------------------- */
@@ -437,7 +437,7 @@ void ec2_user_data(struct call *c)
 	if (!u || u->len == 0)
 		http_res_error(c->res, 404, "not_found", "no user data");
 	else
-		call_data(c, "application/octet-stream", u);
+		answer_data(c, "application/octet-stream", u);
 }
 
 void ec2_dynamic(struct call *c)

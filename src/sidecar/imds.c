@@ -111,7 +111,7 @@ static void not_allowed(struct http_response *res, unsigned allowed)
 static int guard(const struct http_request *req, struct http_response *res)
 {
 	http_res_header(res, "Cache-Control", "no-store");
-	if (call_forwarded(req)) {
+	if (answer_req_forwarded(req)) {
 		/* A proxy in the guest relaying for someone else (SSRF). */
 		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
 		return -1;

@@ -31,13 +31,13 @@ int kube_open(struct kube *k, struct instance *in, char *err, size_t errlen)
 	char buf[4096];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "namespace", in->vm_ns, 0);
-	call_json_field(&b, "serviceAccountName", in->sa_name, 1);
-	call_json_field(&b, "vmName", in->vm_name, 1);
-	call_json_field(&b, "podName", in->pod_name, 1);
-	call_json_field(&b, "instanceId", in->iid, 1);
+	answer_json_field(&b, "namespace", in->vm_ns, 0);
+	answer_json_field(&b, "serviceAccountName", in->sa_name, 1);
+	answer_json_field(&b, "vmName", in->vm_name, 1);
+	answer_json_field(&b, "podName", in->pod_name, 1);
+	answer_json_field(&b, "instanceId", in->iid, 1);
 	sbuf_puts(&b, "}\n");
-	k->identity = call_render(&b);
+	k->identity = answer_render(&b);
 	if (!k->tok || !k->body || !k->identity) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -57,7 +57,7 @@ void kube_close(struct kube *k)
 void kube_identity(struct call *c)
 {
 	struct kube *k = c->self;
-	call_data(c, "application/json", k->identity);
+	answer_data(c, "application/json", k->identity);
 }
 
 static const char *trim(const char *p, size_t *n)
@@ -110,7 +110,7 @@ void kube_token(struct call *c)
 	char path[4096 + 512];
 	const char *tpath = k->inst->token_path;
 	char aud[512], dir[1600];
-	int an = call_query_param(c->req->query.p, c->req->query.n, "audience", aud, sizeof(aud));
+	int an = answer_query_param(c->req->query.p, c->req->query.n, "audience", aud, sizeof(aud));
 	if (an == -EINVAL || an == -ENOSPC || an > 500) {
 		http_res_error(res, 400, "bad_audience", "audience: malformed or longer than 500 bytes");
 		return;
@@ -170,5 +170,5 @@ void kube_token(struct call *c)
 		http_res_error(res, 500, "token_invalid", "token does not fit the answer");
 		return;
 	}
-	call_data_text(c, "application/json", b.p, b.len);
+	answer_data_text(c, "application/json", b.p, b.len);
 }

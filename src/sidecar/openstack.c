@@ -131,18 +131,18 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	/* KubeVirt's config drive (cloud-init.go:411-419): instance_id
 	 * <name>.<namespace>, uuid the firmware UUID, which cloud-init's
 	 * OpenStack reader takes as the instance-id. */
-	call_json_field(&b, "uuid", in->uuid, 0);
-	call_json_field(&b, "instance_id", in->os_iid, 1);
-	call_json_field(&b, "name", in->hostname, 1);
-	call_json_field(&b, "hostname", in->hostname, 1);
-	call_json_field(&b, "project_id", in->vm_ns, 1);
+	answer_json_field(&b, "uuid", in->uuid, 0);
+	answer_json_field(&b, "instance_id", in->os_iid, 1);
+	answer_json_field(&b, "name", in->hostname, 1);
+	answer_json_field(&b, "hostname", in->hostname, 1);
+	answer_json_field(&b, "project_id", in->vm_ns, 1);
 	/* The node's zone (the pod's topology label); unknown: no key, not
 	 * an invented one. */
 	if (in->zone)
-		call_json_field(&b, "availability_zone", in->zone, 1);
+		answer_json_field(&b, "availability_zone", in->zone, 1);
 	/* Not Nova's, but read by Talos, which otherwise asks EC2's
 	 * instance-type for minutes when it is missing. */
-	call_json_field(&b, "instance_type", in->instance_type, 1);
+	answer_json_field(&b, "instance_type", in->instance_type, 1);
 	sbuf_puts(&b, ",\"launch_index\":0,\"public_keys\":{");
 	/* The accessCredentials' keys as KubeVirt numbers them, verbatim. */
 	for (unsigned j = 0; j < ck->n; j++) {
@@ -170,8 +170,8 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_puts(&b, "\"}");
 	}
 	sbuf_puts(&b, nk ? "],\"meta\":{" : ",\"meta\":{");
-	call_json_field(&b, "namespace", in->vm_ns, 0);
-	call_json_field(&b, "vmName", in->hostname, 1);
+	answer_json_field(&b, "namespace", in->vm_ns, 0);
+	answer_json_field(&b, "vmName", in->hostname, 1);
 	for (size_t i = 0; i < cu->n; i++) {
 		if (m->custom_use[i] != INST_CUSTOM_ALL)
 			continue;
@@ -182,7 +182,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_putc(&b, '"');
 	}
 	sbuf_puts(&b, "}}\n");
-	struct blob *md = call_render(&b);
+	struct blob *md = answer_render(&b);
 	free(buf);
 	if (!md)
 		return -ENOMEM;
@@ -235,7 +235,7 @@ void os_meta_data(struct call *c)
 	struct inst_meta m = inst_meta(os->inst);
 	if (m.gen != os->gen && render(os, &m) < 0)
 		log_error("meta-data: out of memory, serving the previous answer");
-	call_data(c, "application/json", os->meta);
+	answer_data(c, "application/json", os->meta);
 }
 
 void os_user_data(struct call *c)
@@ -247,7 +247,7 @@ void os_user_data(struct call *c)
 	if (!u || u->len == 0)
 		http_res_error(c->res, 404, "not_found", "no user data");
 	else
-		call_data(c, "application/octet-stream", u);
+		answer_data(c, "application/octet-stream", u);
 }
 
 /* Vendor data goes in the "cloud-init" key, which cloud-init's OpenStack
@@ -257,7 +257,7 @@ void os_vendor_data(struct call *c)
 	struct openstack *os = c->self;
 	struct blob *v = inst_vendor_data(os->inst);
 	if (!v || v->len == 0) {
-		call_data_text(c, "application/json", "{}\n", 3);
+		answer_data_text(c, "application/json", "{}\n", 3);
 		return;
 	}
 	if (v != os->vendor_src || !os->vendor_json) {
@@ -271,7 +271,7 @@ void os_vendor_data(struct call *c)
 		sbuf_puts(&b, "{\"cloud-init\":\"");
 		sbuf_json_escape(&b, v->data, v->len);
 		sbuf_puts(&b, "\"}\n");
-		struct blob *j = call_render(&b);
+		struct blob *j = answer_render(&b);
 		free(tmp);
 		if (!j) {
 			http_res_error(c->res, 500, "internal", "out of memory");
@@ -283,14 +283,14 @@ void os_vendor_data(struct call *c)
 		/* Held, so that its address is never another blob's. */
 		os->vendor_src = blob_ref(v);
 	}
-	call_data(c, "application/json", os->vendor_json);
+	answer_data(c, "application/json", os->vendor_json);
 }
 
 void os_vendor_data2(struct call *c)
 {
 	/* Nova's dynamic vendor data comes from external services; there are
 	 * none, and cloud-init reads {} as no vendor data. */
-	call_data_text(c, "application/json", "{}\n", 3);
+	answer_data_text(c, "application/json", "{}\n", 3);
 }
 
 /* A link id: the pod's interface name, which cloudbase-init gives the
@@ -336,7 +336,7 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 		sbuf_printf(&b, "\",\"type\":\"phy\",\"ethernet_mac_address\":"
 				"\"%02x:%02x:%02x:%02x:%02x:%02x\"",
 			    nic->mac[0], nic->mac[1], nic->mac[2], nic->mac[3], nic->mac[4], nic->mac[5]);
-		call_json_field(&b, "vif_id", nic->name, 1);
+		answer_json_field(&b, "vif_id", nic->name, 1);
 		sbuf_putc(&b, '}');
 	}
 	sbuf_puts(&b, "],\"networks\":[");
@@ -348,11 +348,11 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 			    nn++ ? "," : "", i);
 		link_id(&b, nic, i);
 		sbuf_putc(&b, '"');
-		call_json_field(&b, "network_id", nic->name, 1);
+		answer_json_field(&b, "network_id", nic->name, 1);
 		sbuf_putc(&b, '}');
 	}
 	sbuf_puts(&b, "],\"services\":[]}\n");
-	struct blob *j = call_render(&b);
+	struct blob *j = answer_render(&b);
 	free(buf);
 	if (!j)
 		return -ENOMEM;
@@ -369,7 +369,7 @@ void os_network_data(struct call *c)
 	/* A config drive volume's network data, as KubeVirt's disk has it. */
 	struct blob *given = inst_os_network_data(os->inst);
 	if (given) {
-		call_data(c, "application/json", given);
+		answer_data(c, "application/json", given);
 		return;
 	}
 	struct inst_net net = inst_net(os->inst);
@@ -390,5 +390,5 @@ void os_network_data(struct call *c)
 			       "(the pod network with masquerade or passt, no secondary network)");
 		return;
 	}
-	call_data(c, "application/json", os->net);
+	answer_data(c, "application/json", os->net);
 }
