@@ -55,7 +55,7 @@ void ec2_open(struct ec2 *e, struct instance *in);
 
 /* The route rows of the parts (httproute.h), every one gated (IMDS_SESSION=
  * required), for a table whose owner has a member ec2: the includer
- * defines AT(member), as for OS_ROUTES (imds.c). */
+ * defines AT(member), as for OPENSTACK_ROUTES (imds.c). */
 #define EC2_ROUTE_LEAF(name, fn)
 #define EC2_ROUTE_TREE(name, fn) \
 	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}/" name "/*", ec2_version_ok, fn, AT(ec2)},

@@ -64,12 +64,12 @@ static const struct httproute routes[] = {
 	{HTTPROUTE_READ, HTTPROUTE_GUARD | HTTPROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
 	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/v1/session", NULL, session_serve, AT(sessions)},
 	/* OpenStack: cloudbase-init cannot send headers either. */
-	{HTTPROUTE_READ, 0, "/openstack", NULL, os_versions, AT(openstack)},
-	{HTTPROUTE_READ, 0, "/openstack/", NULL, os_versions, AT(openstack)},
-	{HTTPROUTE_READ, 0, "/openstack/{v}", os_version_ok, os_files, AT(openstack)},
-	{HTTPROUTE_READ, 0, "/openstack/{v}/", os_version_ok, os_files, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack", NULL, openstack_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/", NULL, openstack_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}", openstack_version_ok, openstack_files, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}/", openstack_version_ok, openstack_files, AT(openstack)},
 	/* Its files: a row each, from openstack.h's table of them. */
-	OS_ROUTES
+	OPENSTACK_ROUTES
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
 	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
@@ -208,7 +208,7 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	if (inst_open(&a->inst, cfg, err, errlen) < 0 || kube_open(&a->kube, &a->inst, err, errlen) < 0)
 		goto fail;
 	if (session_init(&a->sessions) < 0 || nocloud_open(&a->nocloud, &a->inst) < 0 ||
-	    os_open(&a->openstack, &a->inst) < 0) {
+	    openstack_open(&a->openstack, &a->inst) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -244,7 +244,7 @@ void imds_app_free(struct imds_app *a)
 		return;
 	http_server_free(a->http);
 	wait_watch_stop(&a->watch);
-	os_close(&a->openstack);
+	openstack_close(&a->openstack);
 	nocloud_close(&a->nocloud);
 	session_fini(&a->sessions);
 	kube_close(&a->kube);

@@ -10,21 +10,21 @@
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
-/* The files of a version: openstack.h's OS_FILES, one row each. */
-#define OS_ENUM(id, ...) OS_##id,
-enum { OS_FILES(OS_ENUM) OS_NFILES };
-#undef OS_ENUM
-static const struct os_file {
+/* The files of a version: openstack.h's OPENSTACK_FILES, one row each. */
+#define OPENSTACK_ENUM(id, ...) OPENSTACK_##id,
+enum { OPENSTACK_FILES(OPENSTACK_ENUM) OPENSTACK_NFILES };
+#undef OPENSTACK_ENUM
+static const struct openstack_file {
 	const char *name;
 	const char *since;
-} files[OS_NFILES] = {
-#define OS_ROW(id, name, since, ...) [OS_##id] = {name, since},
-	OS_FILES(OS_ROW)
-#undef OS_ROW
+} files[OPENSTACK_NFILES] = {
+#define OPENSTACK_ROW(id, name, since, ...) [OPENSTACK_##id] = {name, since},
+	OPENSTACK_FILES(OPENSTACK_ROW)
+#undef OPENSTACK_ROW
 };
-_Static_assert(OS_NFILES <= OS_FILES_MAX, "OS_FILES_MAX");
+_Static_assert(OPENSTACK_NFILES <= OPENSTACK_FILES_MAX, "OPENSTACK_FILES_MAX");
 
-int os_version_ok(const char *v, size_t n)
+int openstack_version_ok(const char *v, size_t n)
 {
 	if (n == 6 && memcmp(v, "latest", 6) == 0)
 		return 1;
@@ -39,26 +39,26 @@ int os_version_ok(const char *v, size_t n)
 /* v is a version from date on. */
 static int from(const char *v, size_t n, const char *date)
 {
-	return os_version_ok(v, n) &&
+	return openstack_version_ok(v, n) &&
 	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, date, 10) >= 0));
 }
 
-static int serves(const char *v, size_t n, const struct os_file *f)
+static int serves(const char *v, size_t n, const struct openstack_file *f)
 {
-	return f->since ? from(v, n, f->since) : os_version_ok(v, n);
+	return f->since ? from(v, n, f->since) : openstack_version_ok(v, n);
 }
 
-#define OS_SERVES(id, ...)                            \
-	int os_serves_##id(const char *v, size_t n)   \
-	{                                             \
-		return serves(v, n, &files[OS_##id]); \
+#define OPENSTACK_SERVES(id, ...)                            \
+	int openstack_serves_##id(const char *v, size_t n)   \
+	{                                                    \
+		return serves(v, n, &files[OPENSTACK_##id]); \
 	}
-OS_FILES(OS_SERVES)
-#undef OS_SERVES
+OPENSTACK_FILES(OPENSTACK_SERVES)
+#undef OPENSTACK_SERVES
 
-const char *os_file_name(size_t i)
+const char *openstack_file_name(size_t i)
 {
-	return i < OS_NFILES ? files[i].name : NULL;
+	return i < OPENSTACK_NFILES ? files[i].name : NULL;
 }
 
 /* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
@@ -120,7 +120,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	const struct cikeys *ck = m->cikeys;
 	for (unsigned i = 0; i < ck->n; i++)
 		cap += ck->k[i].n * 6 + 32;
-	cap += (strlen(in->uuid) + strlen(in->os_iid)) * 6;
+	cap += (strlen(in->uuid) + strlen(in->openstack_iid)) * 6;
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -132,7 +132,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	 * <name>.<namespace>, uuid the firmware UUID, which cloud-init's
 	 * OpenStack reader takes as the instance-id. */
 	answer_json_field(&b, "uuid", in->uuid, 0);
-	answer_json_field(&b, "instance_id", in->os_iid, 1);
+	answer_json_field(&b, "instance_id", in->openstack_iid, 1);
 	answer_json_field(&b, "name", in->hostname, 1);
 	answer_json_field(&b, "hostname", in->hostname, 1);
 	answer_json_field(&b, "project_id", in->vm_ns, 1);
@@ -192,21 +192,21 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	return 0;
 }
 
-int os_open(struct openstack *os, struct instance *in)
+int openstack_open(struct openstack *os, struct instance *in)
 {
 	memset(os, 0, sizeof(*os));
 	os->inst = in;
 	struct sbuf b = SBUF_INIT(os->listing, sizeof(os->listing));
-	for (size_t i = 0; i < OS_NFILES; i++) {
+	for (size_t i = 0; i < OPENSTACK_NFILES; i++) {
 		os->listing_len[i] = b.len;
 		sbuf_printf(&b, "%s\n", files[i].name);
 	}
-	os->listing_len[OS_NFILES] = b.len;
+	os->listing_len[OPENSTACK_NFILES] = b.len;
 	struct inst_meta m = inst_meta(in);
 	return render(os, &m);
 }
 
-void os_close(struct openstack *os)
+void openstack_close(struct openstack *os)
 {
 	blob_unref(os->meta);
 	blob_unref(os->vendor_src);
@@ -215,21 +215,21 @@ void os_close(struct openstack *os)
 	memset(os, 0, sizeof(*os));
 }
 
-void os_versions(struct call *c)
+void openstack_versions(struct call *c)
 {
 	http_res_text(c->res, 200, "text/plain", versions, sizeof(versions) - 1);
 }
 
-void os_files(struct call *c)
+void openstack_files(struct call *c)
 {
 	struct openstack *os = c->self;
 	size_t i = 0;
-	while (i < OS_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
+	while (i < OPENSTACK_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
 		i++;
 	http_res_text(c->res, 200, "text/plain", os->listing, os->listing_len[i]);
 }
 
-void os_meta_data(struct call *c)
+void openstack_meta_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct inst_meta m = inst_meta(os->inst);
@@ -238,7 +238,7 @@ void os_meta_data(struct call *c)
 	answer_data(c, "application/json", os->meta);
 }
 
-void os_user_data(struct call *c)
+void openstack_user_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct blob *u = inst_user_data(os->inst);
@@ -252,7 +252,7 @@ void os_user_data(struct call *c)
 
 /* Vendor data goes in the "cloud-init" key, which cloud-init's OpenStack
  * datasource unwraps; rendered again only when the vendor-data changed. */
-void os_vendor_data(struct call *c)
+void openstack_vendor_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct blob *v = inst_vendor_data(os->inst);
@@ -286,7 +286,7 @@ void os_vendor_data(struct call *c)
 	answer_data(c, "application/json", os->vendor_json);
 }
 
-void os_vendor_data2(struct call *c)
+void openstack_vendor_data2(struct call *c)
 {
 	/* Nova's dynamic vendor data comes from external services; there are
 	 * none, and cloud-init reads {} as no vendor data. */
@@ -363,11 +363,11 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 	return 0;
 }
 
-void os_network_data(struct call *c)
+void openstack_network_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	/* A config drive volume's network data, as KubeVirt's disk has it. */
-	struct blob *given = inst_os_network_data(os->inst);
+	struct blob *given = inst_openstack_network_data(os->inst);
 	if (given) {
 		answer_data(c, "application/json", given);
 		return;
