@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "events.h"
 #include "sbuf.h"
 
@@ -68,11 +68,11 @@ static int key_index(const char *p, size_t len, unsigned n)
 	return v < n ? (int)v : -1;
 }
 
-/* ---- the meta-data tree ------------------------------------------------------------ */
+/* ---- the trees: meta-data/ and dynamic/ ------------------------------------------- */
 
 /* What a request's rows read: the model's views, taken once per request
  * (each re-reads its sources when they changed); the lifecycle only when a
- * row asks for it. */
+ * row asks for it.  m only for a tree that reads it (meta-data/). */
 struct view {
 	struct instance *in;
 	struct inst_meta m;
@@ -163,9 +163,11 @@ static void keys_listing(struct view *v, struct sbuf *b)
 	}
 }
 
-/* public-keys/<p>: N (a listing) or N/openssh-key. */
+/* public-keys/<p>: N (a listing of its one file) or N/openssh-key (that
+ * file), the one name for both. */
 static int keys_under(struct view *v, const char *p, size_t n, struct sbuf *b)
 {
+	static const char key_file[] = "openssh-key";
 	const char *slash = memchr(p, '/', n);
 	size_t il = slash ? (size_t)(slash - p) : n;
 	unsigned ck = v->m.cikeys->n;
@@ -173,30 +175,68 @@ static int keys_under(struct view *v, const char *p, size_t n, struct sbuf *b)
 	if (idx < 0)
 		return 0;
 	if (!slash || il + 1 == n)
-		sbuf_puts(b, "openssh-key");
-	else if (is(slash + 1, n - il - 1, "openssh-key") && (unsigned)idx < ck)
+		sbuf_puts(b, key_file);
+	else if (is(slash + 1, n - il - 1, key_file) && (unsigned)idx < ck)
 		sbuf_put(b, v->m.cikeys->k[idx].v, v->m.cikeys->k[idx].n);
-	else if (is(slash + 1, n - il - 1, "openssh-key"))
+	else if (is(slash + 1, n - il - 1, key_file))
 		sbuf_puts(b, v->m.keys->k[(unsigned)idx - ck].line);
 	else
 		return 0;
 	return 1;
 }
 
-/* The tree under meta-data/, as EC2's (sorted, so each listing is): a row
- * is a leaf (leaf writes it) or a folder, whose listing is derived from the
- * rows under it (a folder's name with a trailing '/'), or, for a folder of
- * data (public-keys/), written by list with the paths under it answered by
+static void json_or_null(struct sbuf *b, const char *key, const char *v)
+{
+	if (v) {
+		answer_json_field(b, key, v, 1);
+	} else {
+		sbuf_printf(b, ",\"%s\":null", key);
+	}
+}
+
+/* dynamic/instance-identity/document: as EC2's, with what the instance
+ * knows; the rest is null. */
+static void document(struct view *v, struct sbuf *b)
+{
+	const struct instance *in = v->in;
+#if defined(__x86_64__)
+	sbuf_puts(b, "{\"architecture\":\"x86_64\"");
+#elif defined(__aarch64__)
+	sbuf_puts(b, "{\"architecture\":\"arm64\"");
+#else
+	sbuf_puts(b, "{\"architecture\":null");
+#endif
+	json_or_null(b, "availabilityZone", in->zone);
+	answer_json_field(b, "instanceId", in->iid, 1);
+	answer_json_field(b, "instanceType", in->instance_type, 1);
+	json_or_null(b, "privateIp", v->net.ipv4);
+	json_or_null(b, "region", in->region);
+	sbuf_puts(b, ",\"version\":\"2017-09-30\"}\n");
+}
+
+/* A tree, as EC2's (sorted, so each listing is): a row is a leaf (leaf
+ * writes it) or a folder, whose listing is derived from the rows under it
+ * (a folder's name with a trailing '/'), or, for a folder of data
+ * (public-keys/), written by list with the paths under it answered by
  * under.  A row is there when its has says so (NULL: always) and, for a
  * derived folder, when a row under it is: a listed name always answers
  * (cloud-init's crawler fails on one that does not). */
-static const struct ec2_row {
+struct ec2_row {
 	const char *path;
 	int (*has)(struct view *v);
 	void (*leaf)(struct view *v, struct sbuf *b);
 	void (*list)(struct view *v, struct sbuf *b);
 	int (*under)(struct view *v, const char *p, size_t n, struct sbuf *b);
-} tree[] = {
+};
+
+struct ec2_tree {
+	const struct ec2_row *row;
+	size_t n;
+	int reads_meta; /* a row reads the view's m (inst_meta) */
+};
+
+/* meta-data/ */
+static const struct ec2_row meta_rows[] = {
 	{"events", NULL, NULL, NULL, NULL},
 	{"events/maintenance", NULL, NULL, NULL, NULL},
 	{"events/maintenance/history", NULL, history, NULL, NULL},
@@ -214,11 +254,29 @@ static const struct ec2_row {
 	{"spot/instance-action", has_spot, instance_action, NULL, NULL},
 };
 
-#define NTREE (sizeof(tree) / sizeof(tree[0]))
+/* dynamic/ */
+static const struct ec2_row dynamic_rows[] = {
+	{"instance-identity", NULL, NULL, NULL, NULL},
+	{"instance-identity/document", NULL, document, NULL, NULL},
+};
+
+static const struct ec2_tree meta_tree = {meta_rows, sizeof(meta_rows) / sizeof(meta_rows[0]), 1};
+static const struct ec2_tree dynamic_tree = {dynamic_rows,
+					     sizeof(dynamic_rows) / sizeof(dynamic_rows[0]), 0};
+
+static const char *tree_path(const struct ec2_tree *t, size_t i)
+{
+	return i < t->n ? t->row[i].path : NULL;
+}
 
 const char *ec2_tree_path(size_t i)
 {
-	return i < NTREE ? tree[i].path : NULL;
+	return tree_path(&meta_tree, i);
+}
+
+const char *ec2_dynamic_path(size_t i)
+{
+	return tree_path(&dynamic_tree, i);
 }
 
 /* 1 when path[0..n) is directly under folder dir[0..dn) ("" the root): its
@@ -233,68 +291,75 @@ static int child_of(const char *path, const char *dir, size_t dn, size_t *name)
 	return memchr(path + o, '/', n - o) == NULL;
 }
 
-static int there(struct view *v, size_t i)
+static int there(const struct ec2_tree *t, struct view *v, size_t i)
 {
-	const struct ec2_row *r = &tree[i];
+	const struct ec2_row *r = &t->row[i];
 	if (r->has && !r->has(v))
 		return 0;
 	if (r->leaf || r->list)
 		return 1;
 	size_t dn = strlen(r->path), name;
-	for (size_t j = i + 1; j < NTREE; j++)
-		if (child_of(tree[j].path, r->path, dn, &name) && there(v, j))
+	for (size_t j = i + 1; j < t->n; j++)
+		if (child_of(t->row[j].path, r->path, dn, &name) && there(t, v, j))
 			return 1;
 	return 0;
 }
 
 /* The listing of the folder dir[0..dn): its rows that are there. */
-static void listing(struct view *v, const char *dir, size_t dn, struct sbuf *b)
+static void listing(const struct ec2_tree *t, struct view *v, const char *dir, size_t dn,
+		    struct sbuf *b)
 {
 	int first = 1;
 	size_t name;
-	for (size_t j = 0; j < NTREE; j++) {
-		if (!child_of(tree[j].path, dir, dn, &name) || !there(v, j))
+	for (size_t j = 0; j < t->n; j++) {
+		if (!child_of(t->row[j].path, dir, dn, &name) || !there(t, v, j))
 			continue;
 		sbuf_puts(b, first ? "" : "\n");
-		sbuf_puts(b, tree[j].path + name);
-		if (!tree[j].leaf)
+		sbuf_puts(b, t->row[j].path + name);
+		if (!t->row[j].leaf)
 			sbuf_putc(b, '/');
 		first = 0;
 	}
 }
 
-/* The answer for meta-data/<p>: a listing or a leaf into b.  0 when there
- * is no such name.  A trailing '/' is allowed on a leaf too (botocore asks
- * for placement/availability-zone/), as EC2 does. */
-static int meta(struct instance *in, const char *p, size_t n, struct sbuf *b)
+enum found { NONE, LEAF, LISTING };
+
+/* The answer for <tree>/<p>: a listing or a leaf into b, which it says; NONE
+ * when there is no such name.  A trailing '/' is allowed on a leaf too
+ * (botocore asks for placement/availability-zone/), as EC2 does. */
+static enum found find(const struct ec2_tree *t, struct instance *in, const char *p, size_t n,
+		       struct sbuf *b)
 {
 	struct view v = {.in = in};
-	v.m = inst_meta(in); /* then the interfaces: each may log a re-read */
+	if (t->reads_meta)
+		v.m = inst_meta(in); /* then the interfaces: each may log a re-read */
 	v.net = inst_net(in);
 	if (n && p[n - 1] == '/')
 		n--;
 	if (n == 0) {
-		listing(&v, "", 0, b);
-		return 1;
+		listing(t, &v, "", 0, b);
+		return LISTING;
 	}
-	for (size_t i = 0; i < NTREE; i++) {
-		const struct ec2_row *r = &tree[i];
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ec2_row *r = &t->row[i];
 		size_t rn = strlen(r->path);
 		if (is(p, n, r->path)) {
-			if (!there(&v, i))
-				return 0;
-			if (r->leaf)
+			if (!there(t, &v, i))
+				return NONE;
+			if (r->leaf) {
 				r->leaf(&v, b);
-			else if (r->list)
+				return LEAF;
+			}
+			if (r->list)
 				r->list(&v, b);
 			else
-				listing(&v, p, n, b);
-			return 1;
+				listing(t, &v, p, n, b);
+			return LISTING;
 		}
 		if (r->under && n > rn + 1 && memcmp(p, r->path, rn) == 0 && p[rn] == '/')
-			return there(&v, i) && r->under(&v, p + rn + 1, n - rn - 1, b);
+			return there(t, &v, i) && r->under(&v, p + rn + 1, n - rn - 1, b) ? LEAF : NONE;
 	}
-	return 0;
+	return NONE;
 }
 
 static void text(struct call *c, const struct sbuf *b)
@@ -302,7 +367,31 @@ static void text(struct call *c, const struct sbuf *b)
 	if (b->overflow)
 		http_res_error(c->res, 500, "internal", "the answer does not fit");
 	else
-		call_data_text(c, "text/plain", b->p, b->len);
+		answer_data_text(c, "text/plain", b->p, b->len);
+}
+
+/* ---- a version's parts -------------------------------------------------------------- */
+
+static int has_user_data(struct instance *in)
+{
+	struct blob *u = inst_user_data(in);
+	return u && u->len;
+}
+
+static const struct ec2_part {
+	const char *name;
+	int (*has)(struct instance *in);
+} parts[] = {
+#define EC2_PART(id, name, fn, kind, has) {name, has},
+	EC2_PARTS(EC2_PART)
+#undef EC2_PART
+};
+
+#define NPARTS (sizeof(parts) / sizeof(parts[0]))
+
+const char *ec2_part_name(size_t i)
+{
+	return i < NPARTS ? parts[i].name : NULL;
 }
 
 const struct session_dialect ec2_session = {"x-aws-ec2-metadata-token-ttl-seconds",
@@ -321,19 +410,20 @@ void ec2_versions(struct call *c)
 
 void ec2_root(struct call *c)
 {
-	static const char with[] = "dynamic\nmeta-data\nuser-data";
 	struct ec2 *e = c->self;
-	struct blob *u = inst_user_data(e->inst);
-	/* As EC2: user-data is listed only when there is some. */
-	size_t n = u && u->len ? sizeof(with) - 1 : sizeof("dynamic\nmeta-data") - 1;
-	http_res_text(c->res, 200, "text/plain", with, n);
+	struct sbuf b = SBUF_INIT(e->out, sizeof(e->out));
+	for (size_t i = 0; i < NPARTS; i++)
+		if (!parts[i].has || parts[i].has(e->inst))
+			sbuf_printf(&b, "%s%s", b.len ? "\n" : "", parts[i].name);
+	/* a listing without a validator, as it always was */
+	http_res_text(c->res, 200, "text/plain", b.p, b.len);
 }
 
 void ec2_meta_data(struct call *c)
 {
 	struct ec2 *e = c->self;
 	struct sbuf b = SBUF_INIT(e->out, sizeof(e->out));
-	if (!meta(e->inst, c->rest.p, c->rest.n, &b)) {
+	if (find(&meta_tree, e->inst, c->rest.p, c->rest.n, &b) == NONE) {
 		http_res_error(c->res, 404, "not_found", "no such path");
 		return;
 	}
@@ -347,54 +437,23 @@ void ec2_user_data(struct call *c)
 	if (!u || u->len == 0)
 		http_res_error(c->res, 404, "not_found", "no user data");
 	else
-		call_data(c, "application/octet-stream", u);
-}
-
-static void json_or_null(struct sbuf *b, const char *key, const char *v)
-{
-	if (v) {
-		call_json_field(b, key, v, 1);
-	} else {
-		sbuf_printf(b, ",\"%s\":null", key);
-	}
+		answer_data(c, "application/octet-stream", u);
 }
 
 void ec2_dynamic(struct call *c)
 {
 	struct ec2 *e = c->self;
-	struct instance *in = e->inst;
-	const char *p = c->rest.p;
-	size_t n = c->rest.n;
-	if (n && p[n - 1] == '/')
-		n--;
-	if (n == 0) {
-		http_res_text(c->res, 200, "text/plain", "instance-identity/",
-			      sizeof("instance-identity/") - 1);
-		return;
-	}
-	if (is(p, n, "instance-identity")) {
-		http_res_text(c->res, 200, "text/plain", "document", sizeof("document") - 1);
-		return;
-	}
-	if (!is(p, n, "instance-identity/document")) {
-		http_res_error(c->res, 404, "not_found", "no such path");
-		return;
-	}
-	/* As EC2's document, with what the instance knows; the rest is null. */
-	struct inst_net net = inst_net(in);
 	struct sbuf b = SBUF_INIT(e->out, sizeof(e->out));
-#if defined(__x86_64__)
-	sbuf_puts(&b, "{\"architecture\":\"x86_64\"");
-#elif defined(__aarch64__)
-	sbuf_puts(&b, "{\"architecture\":\"arm64\"");
-#else
-	sbuf_puts(&b, "{\"architecture\":null");
-#endif
-	json_or_null(&b, "availabilityZone", in->zone);
-	call_json_field(&b, "instanceId", in->iid, 1);
-	call_json_field(&b, "instanceType", in->instance_type, 1);
-	json_or_null(&b, "privateIp", net.ipv4);
-	json_or_null(&b, "region", in->region);
-	sbuf_puts(&b, ",\"version\":\"2017-09-30\"}\n");
-	text(c, &b);
+	switch (find(&dynamic_tree, e->inst, c->rest.p, c->rest.n, &b)) {
+	case NONE:
+		http_res_error(c->res, 404, "not_found", "no such path");
+		break;
+	case LISTING:
+		/* without a validator, as they always were (meta-data/'s have one) */
+		http_res_text(c->res, 200, "text/plain", b.p, b.len);
+		break;
+	case LEAF:
+		text(c, &b);
+		break;
+	}
 }

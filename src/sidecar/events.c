@@ -18,7 +18,7 @@ static void answer(struct call *c, const char *ctype, const struct sbuf *b)
 	if (b->overflow)
 		http_res_error(c->res, 500, "internal", "the answer does not fit");
 	else
-		call_data_text(c, ctype, b->p, b->len);
+		answer_data_text(c, ctype, b->p, b->len);
 }
 
 /* ---- ours: /v1/lifecycle ---------------------------------------------------------- */
@@ -31,13 +31,13 @@ void ev_lifecycle(struct call *c)
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
 	lc_time_rfc3339(v->since, since);
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "state", lc_state_name(v->state), 0);
-	call_json_field(&b, "since", since, 1);
+	answer_json_field(&b, "state", lc_state_name(v->state), 0);
+	answer_json_field(&b, "since", since, 1);
 	if (v->uid[0])
-		call_json_field(&b, "migrationUID", v->uid, 1);
+		answer_json_field(&b, "migrationUID", v->uid, 1);
 	else
 		sbuf_puts(&b, ",\"migrationUID\":null");
-	call_json_field(&b, "reason", lc_reason_name(v->reason), 1);
+	answer_json_field(&b, "reason", lc_reason_name(v->reason), 1);
 	sbuf_puts(&b, "}\n");
 	answer(c, "application/json", &b);
 }
@@ -53,12 +53,12 @@ void ev_gce_flavor_header(struct http_response *res)
  * proxy header (it answers 403 to either). */
 int ev_gce_flavor(const struct http_request *req, struct http_response *res)
 {
-	if (call_forwarded(req)) {
+	if (answer_req_forwarded(req)) {
 		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
 		return -1;
 	}
 	int many = 0;
-	const struct http_span *f = call_header(req, "metadata-flavor", &many);
+	const struct http_span *f = answer_req_header(req, "metadata-flavor", &many);
 	if (!f || many || !http_span_eq(*f, "Google")) {
 		http_res_error(res, 403, "missing_header", "Metadata-Flavor: Google header is required");
 		return -1;
@@ -75,7 +75,51 @@ void ev_gce_maintenance(struct call *c)
 	const char *s = v->state == LC_MIGRATE	 ? "MIGRATE_ON_HOST_MAINTENANCE"
 			: v->state == LC_TERMINATE ? "TERMINATE_ON_HOST_MAINTENANCE"
 						   : "NONE";
-	call_data_text(c, "application/text", s, strlen(s));
+	answer_data_text(c, "application/text", s, strlen(s));
+}
+
+/* GCE's instance/ folder as one table: a row per key, in the listing's
+ * order, with the condition it is there on (NULL: always) and its leaf
+ * (NULL: its own route, ev_gce_maintenance).  The listing is the rows
+ * that are there, so that it cannot drift from its leaves. */
+static void gce_id(struct sbuf *b, const struct instance *in)
+{
+	sbuf_puts(b, in->iid);
+}
+
+static void gce_hostname(struct sbuf *b, const struct instance *in)
+{
+	sbuf_puts(b, in->hostname);
+}
+
+/* projects/<project>/zones/<zone>: the namespace stands for the project,
+ * as in the OpenStack layout's project_id. */
+static void gce_zone(struct sbuf *b, const struct instance *in)
+{
+	sbuf_printf(b, "projects/%s/zones/%s", in->vm_ns, in->zone);
+}
+
+/* zone only when known (the pod's topology label): no stand-in */
+static int zone_known(const struct instance *in)
+{
+	return in->zone != NULL;
+}
+
+static const struct gce_key {
+	const char *name;
+	int (*there)(const struct instance *in);
+	void (*leaf)(struct sbuf *b, const struct instance *in);
+} gce_instance[] = {
+	{"hostname", NULL, gce_hostname},
+	{"id", NULL, gce_id},
+	{"maintenance-event", NULL, NULL},
+	{"name", NULL, gce_hostname},
+	{"zone", zone_known, gce_zone},
+};
+
+const char *ev_gce_instance_key(size_t i)
+{
+	return i < sizeof(gce_instance) / sizeof(gce_instance[0]) ? gce_instance[i].name : NULL;
 }
 
 void ev_gce_instance(struct call *c)
@@ -84,19 +128,19 @@ void ev_gce_instance(struct call *c)
 	const char *p = c->rest.p;
 	size_t n = c->rest.n;
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
-	if (n == 0) {
-		/* zone only when known (the pod's topology label): no stand-in */
-		sbuf_puts(&b, in->zone ? "hostname\nid\nmaintenance-event\nname\nzone\n"
-					    : "hostname\nid\nmaintenance-event\nname\n");
-	} else if (is(p, n, "id")) {
-		sbuf_puts(&b, in->iid);
-	} else if (is(p, n, "name") || is(p, n, "hostname")) {
-		sbuf_puts(&b, in->hostname);
-	} else if (is(p, n, "zone") && in->zone) {
-		/* projects/<project>/zones/<zone>: the namespace stands for the
-		 * project, as in the OpenStack layout's project_id. */
-		sbuf_printf(&b, "projects/%s/zones/%s", in->vm_ns, in->zone);
-	} else {
+	for (size_t i = 0; i < sizeof(gce_instance) / sizeof(gce_instance[0]); i++) {
+		const struct gce_key *k = &gce_instance[i];
+		if (k->there && !k->there(in))
+			continue;
+		if (n == 0) {
+			sbuf_printf(&b, "%s\n", k->name);
+		} else if (k->leaf && is(p, n, k->name)) {
+			k->leaf(&b, in);
+			answer(c, "application/text", &b);
+			return;
+		}
+	}
+	if (n) {
 		ev_gce_not_found(c);
 		return;
 	}
@@ -118,7 +162,7 @@ static int azure_version(struct call *c, int any_date)
 	static const char *const events_versions[] = {"2017-11-01", "2019-01-01", "2019-08-01",
 						      "2020-07-01", NULL};
 	char v[32];
-	int n = call_query_param(c->req->query.p, c->req->query.n, "api-version", v, sizeof(v));
+	int n = answer_query_param(c->req->query.p, c->req->query.n, "api-version", v, sizeof(v));
 	int ok = 0;
 	if (n == 10 && any_date) {
 		ok = v[4] == '-' && v[7] == '-';
@@ -267,21 +311,21 @@ void ev_azure_events(struct call *c)
 		char nb[64];
 		lc_time_rfc1123(v->since, nb);
 		sbuf_putc(&b, '{');
-		call_json_field(&b, "EventId", v->event_id, 0);
-		call_json_field(&b, "EventStatus", v->acked ? "Started" : "Scheduled", 1);
-		call_json_field(&b, "EventType", v->state == LC_MIGRATE ? "Freeze" : "Terminate", 1);
-		call_json_field(&b, "ResourceType", "VirtualMachine", 1);
+		answer_json_field(&b, "EventId", v->event_id, 0);
+		answer_json_field(&b, "EventStatus", v->acked ? "Started" : "Scheduled", 1);
+		answer_json_field(&b, "EventType", v->state == LC_MIGRATE ? "Freeze" : "Terminate", 1);
+		answer_json_field(&b, "ResourceType", "VirtualMachine", 1);
 		sbuf_puts(&b, ",\"Resources\":[\"");
 		sbuf_json_escape(&b, in->hostname, strlen(in->hostname));
 		sbuf_puts(&b, "\"]");
 		/* Started: Azure leaves NotBefore empty. */
-		call_json_field(&b, "NotBefore", v->acked ? "" : nb, 1);
-		call_json_field(&b, "Description",
+		answer_json_field(&b, "NotBefore", v->acked ? "" : nb, 1);
+		answer_json_field(&b, "Description",
 				v->state == LC_MIGRATE
 					? "The VM is being live-migrated to another node (KubeVirt)."
 					: "The VM is being evicted and will be stopped (KubeVirt).",
 				1);
-		call_json_field(&b, "EventSource",
+		answer_json_field(&b, "EventSource",
 				v->reason == LC_R_MAINTENANCE ? "User" : "Platform", 1);
 		sbuf_puts(&b, ",\"DurationInSeconds\":-1}");
 	}
@@ -312,13 +356,13 @@ void ev_azure_instance(struct call *c)
 		return;
 	struct sbuf b = SBUF_INIT(in->life.out, sizeof(in->life.out));
 	sbuf_puts(&b, "{\"compute\":{");
-	call_json_field(&b, "name", in->hostname, 0);
-	call_json_field(&b, "vmId", in->iid, 1);
-	call_json_field(&b, "location", in->region ? in->region : "", 1);
+	answer_json_field(&b, "name", in->hostname, 0);
+	answer_json_field(&b, "vmId", in->iid, 1);
+	answer_json_field(&b, "location", in->region ? in->region : "", 1);
 	char zone[16];
-	call_json_field(&b, "zone", ev_azure_zone(in->zone, in->region, zone, sizeof(zone)), 1);
-	call_json_field(&b, "resourceGroupName", in->vm_ns, 1);
-	call_json_field(&b, "vmSize", in->instance_type, 1);
+	answer_json_field(&b, "zone", ev_azure_zone(in->zone, in->region, zone, sizeof(zone)), 1);
+	answer_json_field(&b, "resourceGroupName", in->vm_ns, 1);
+	answer_json_field(&b, "vmSize", in->instance_type, 1);
 	sbuf_puts(&b, "}}\n");
 	answer(c, "application/json", &b);
 }
@@ -345,15 +389,15 @@ void ev_ec2_scheduled(struct instance *in, struct sbuf *b)
 		 v->event_id + 14, v->event_id + 19);
 	sbuf_putc(b, '[');
 	sbuf_putc(b, '{');
-	call_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop", 0);
-	call_json_field(b, "Description",
+	answer_json_field(b, "Code", v->state == LC_MIGRATE ? "system-maintenance" : "instance-stop", 0);
+	answer_json_field(b, "Description",
 			v->state == LC_MIGRATE ? "live migration to another node (KubeVirt)"
 					       : "eviction: the VM will be stopped (KubeVirt)",
 			1);
-	call_json_field(b, "EventId", id, 1);
-	call_json_field(b, "NotAfter", nb, 1);
-	call_json_field(b, "NotBefore", nb, 1);
-	call_json_field(b, "State", "active", 1);
+	answer_json_field(b, "EventId", id, 1);
+	answer_json_field(b, "NotAfter", nb, 1);
+	answer_json_field(b, "NotBefore", nb, 1);
+	answer_json_field(b, "State", "active", 1);
 	sbuf_puts(b, "}]");
 }
 

@@ -5,7 +5,7 @@
  *          MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE, and
  *          the instance/ keys its clients read first (id, name, hostname,
  *          zone); its header rule, Metadata-Flavor: Google, is here
- *          (ev_gce_flavor), checked on the routes marked ROUTE_FLAVOR
+ *          (ev_gce_flavor), checked on the routes marked HTTPROUTE_FLAVOR
  *   Azure  GET /metadata/scheduledevents (Freeze / Terminate), POST of
  *          StartRequests, and the compute document of /metadata/instance
  *   EC2    meta-data/events/maintenance/scheduled and spot/instance-action
@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "call.h"
+#include "answer.h"
 #include "instance.h"
 #include "sbuf.h"
 
@@ -24,8 +24,11 @@ void ev_lifecycle(struct call *c);
 
 void ev_gce_maintenance(struct call *c);
 void ev_gce_instance(struct call *c);      /* instance/, instance/{id,name,hostname,zone} */
+/* The i-th key of the table of instance/ (events.c), NULL past the last:
+ * for the tests that hold its listing to its leaves. */
+const char *ev_gce_instance_key(size_t i);
 void ev_gce_not_found(struct call *c);
-/* GCE's header rule (the route rule ROUTE_FLAVOR): every answer says
+/* GCE's header rule (the route rule HTTPROUTE_FLAVOR): every answer says
  * Metadata-Flavor: Google, errors included; a request without that exact
  * header once, or with a proxy header, gets 403 (0, or -1 answered). */
 void ev_gce_flavor_header(struct http_response *res);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "ec2.h"
 #include "events.h"
 #include "instance.h"
@@ -14,7 +14,7 @@
 #include "openstack.h"
 #include "password.h"
 #include "rate.h"
-#include "route.h"
+#include "httproute.h"
 #include "serve.h"
 #include "session.h"
 #include "wait.h"
@@ -30,7 +30,7 @@ struct imds_app {
 	struct kube kube;
 	struct sessions sessions;
 	struct wait_watch watch;
-	struct route_index route_ix; /* over routes[] below */
+	struct httproute_index route_ix; /* over routes[] below */
 	char path[8192];          /* the request's path, slashes merged */
 };
 
@@ -43,52 +43,42 @@ static void healthz(struct call *c)
 
 #define AT(member) offsetof(struct imds_app, member)
 
-static const struct route routes[] = {
-	{ROUTE_READ, 0, "/healthz", NULL, healthz, 0},
+static const struct httproute routes[] = {
+	{HTTPROUTE_READ, 0, "/healthz", NULL, healthz, 0},
 	/* NoCloud, the seed URL of the VM's serial; cloud-init sends no headers. */
-	{ROUTE_READ, 0, "/v1/meta-data", NULL, nocloud_meta_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/user-data", NULL, nocloud_user_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/vendor-data", NULL, nocloud_vendor_data, AT(nocloud)},
-	{ROUTE_READ, 0, "/v1/network-config", NULL, nocloud_network_config, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/meta-data", NULL, nocloud_meta_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/user-data", NULL, nocloud_user_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/vendor-data", NULL, nocloud_vendor_data, AT(nocloud)},
+	{HTTPROUTE_READ, 0, "/v1/network-config", NULL, nocloud_network_config, AT(nocloud)},
 	/* Lifecycle events (events.c): ours, GCE's and Azure's; EC2's are in its tree. */
-	{ROUTE_READ, 0, "/v1/lifecycle", NULL, ev_lifecycle, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/maintenance-event", NULL,
+	{HTTPROUTE_READ, 0, "/v1/lifecycle", NULL, ev_lifecycle, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/v1/instance/maintenance-event", NULL,
 	 ev_gce_maintenance, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/v1/instance/*", NULL, ev_gce_instance, AT(inst)},
-	{ROUTE_READ, ROUTE_FLAVOR, "/computeMetadata/*", NULL, ev_gce_not_found, AT(inst)},
-	{ROUTE_READ | ROUTE_POST, ROUTE_GUARD, "/metadata/scheduledevents", NULL, ev_azure_events,
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/v1/instance/*", NULL, ev_gce_instance,
 	 AT(inst)},
-	{ROUTE_READ, ROUTE_GUARD, "/metadata/instance", NULL, ev_azure_instance, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_FLAVOR, "/computeMetadata/*", NULL, ev_gce_not_found, AT(inst)},
+	{HTTPROUTE_READ | HTTPROUTE_POST, HTTPROUTE_GUARD, "/metadata/scheduledevents", NULL,
+	 ev_azure_events, AT(inst)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD, "/metadata/instance", NULL, ev_azure_instance, AT(inst)},
 	/* Kubernetes credentials. */
-	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/identity", NULL, kube_identity, AT(kube)},
-	{ROUTE_READ, ROUTE_GUARD | ROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
-	{ROUTE_PUT, ROUTE_OPENS, "/v1/session", NULL, session_serve, AT(sessions)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD | HTTPROUTE_GATED, "/v1/identity", NULL, kube_identity, AT(kube)},
+	{HTTPROUTE_READ, HTTPROUTE_GUARD | HTTPROUTE_GATED, "/v1/token", NULL, kube_token, AT(kube)},
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/v1/session", NULL, session_serve, AT(sessions)},
 	/* OpenStack: cloudbase-init cannot send headers either. */
-	{ROUTE_READ, 0, "/openstack", NULL, os_versions, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/", NULL, os_versions, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}", os_version_ok, os_files, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/", os_version_ok, os_files, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/meta_data.json", os_version_ok, os_meta_data, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/user_data", os_version_ok, os_user_data, AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/vendor_data.json", os_version_ok, os_vendor_data,
-	 AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/network_data.json", os_version_ok, os_network_data,
-	 AT(openstack)},
-	{ROUTE_READ, 0, "/openstack/{v}/vendor_data2.json", os_vendor_data2_version_ok,
-	 os_vendor_data2, AT(openstack)},
-	{ROUTE_READ | ROUTE_POST, 0, "/openstack/{v}/password", os_password_version_ok,
-	 password_serve, AT(inst.pw)},
+	{HTTPROUTE_READ, 0, "/openstack", NULL, openstack_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/", NULL, openstack_versions, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}", openstack_version_ok, openstack_files, AT(openstack)},
+	{HTTPROUTE_READ, 0, "/openstack/{v}/", openstack_version_ok, openstack_files, AT(openstack)},
+	/* Its files: a row each, from openstack.h's table of them. */
+	OPENSTACK_ROUTES
 	/* EC2: IMDSv2 sessions share the table; with IMDS_SESSION=required every
 	 * read needs one, as on AWS. */
-	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
-	{ROUTE_READ, ROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data", ec2_version_ok, ec2_meta_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/meta-data/*", ec2_version_ok, ec2_meta_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/user-data", ec2_version_ok, ec2_user_data, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic", ec2_version_ok, ec2_dynamic, AT(ec2)},
-	{ROUTE_READ, ROUTE_GATED, "/{v}/dynamic/*", ec2_version_ok, ec2_dynamic, AT(ec2)},
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/latest/api/token", NULL, ec2_token, AT(sessions)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/", NULL, ec2_versions, AT(ec2)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}", ec2_version_ok, ec2_root, AT(ec2)},
+	{HTTPROUTE_READ, HTTPROUTE_GATED, "/{v}/", ec2_version_ok, ec2_root, AT(ec2)},
+	/* Its parts: a row each (two for a tree), from ec2.h's table of them. */
+	EC2_ROUTES
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -106,10 +96,10 @@ const char *imds_route_pattern(size_t i)
 
 static void not_allowed(struct http_response *res, unsigned allowed)
 {
-	if (allowed == ROUTE_PUT) {
+	if (allowed == HTTPROUTE_PUT) {
 		http_res_error(res, 405, "method_not_allowed", "a session is opened with PUT");
 		http_res_header(res, "Allow", "PUT");
-	} else if (allowed & ROUTE_POST) {
+	} else if (allowed & HTTPROUTE_POST) {
 		http_res_error(res, 405, "method_not_allowed", "only GET, HEAD and POST are supported");
 		http_res_header(res, "Allow", "GET, HEAD, POST");
 	} else {
@@ -122,7 +112,7 @@ static void not_allowed(struct http_response *res, unsigned allowed)
 static int guard(const struct http_request *req, struct http_response *res)
 {
 	http_res_header(res, "Cache-Control", "no-store");
-	if (call_forwarded(req)) {
+	if (answer_req_forwarded(req)) {
 		/* A proxy in the guest relaying for someone else (SSRF). */
 		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
 		return -1;
@@ -136,7 +126,7 @@ static int guard(const struct http_request *req, struct http_response *res)
 	return 0;
 }
 
-/* The request's path with every run of '/' made one (route_merge_slashes),
+/* The request's path with every run of '/' made one (httproute_merge_slashes),
  * its length in *pn: the path itself when it has no "//" (most do), else
  * the merged copy in a->path. */
 static const char *clean_path(struct imds_app *a, const struct http_span *p, size_t *pn)
@@ -145,7 +135,7 @@ static const char *clean_path(struct imds_app *a, const struct http_span *p, siz
 	size_t n = p->n < sizeof(a->path) ? p->n : sizeof(a->path);
 	for (size_t i = 1; i < n; i++) {
 		if (p->p[i] == '/' && p->p[i - 1] == '/') {
-			*pn = route_merge_slashes(p->p, n, a->path);
+			*pn = httproute_merge_slashes(p->p, n, a->path);
 			return a->path;
 		}
 	}
@@ -159,12 +149,12 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	struct call c = {.req = req, .res = res};
 	size_t pn;
 	const char *path = clean_path(a, &req->path, &pn);
-	const struct route *r = route_lookup(&a->route_ix, path, pn, &c.ver, &c.rest);
-	unsigned allowed = r ? r->methods : ROUTE_READ;
+	const struct httproute *r = httproute_lookup(&a->route_ix, path, pn, &c.ver, &c.rest);
+	unsigned allowed = r ? r->methods : HTTPROUTE_READ;
 	/* GCE's clients check the header on every answer, errors included. */
-	if (r && (r->rules & ROUTE_FLAVOR))
+	if (r && (r->rules & HTTPROUTE_FLAVOR))
 		ev_gce_flavor_header(res);
-	if (!(route_method_bit(req->method) & allowed)) {
+	if (!(httproute_method_bit(req->method) & allowed)) {
 		not_allowed(res, allowed);
 		return;
 	}
@@ -176,7 +166,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 	}
 	if (r)
 		c.self = (char *)a + r->self;
-	if (r && (r->rules & ROUTE_OPENS)) {
+	if (r && (r->rules & HTTPROUTE_OPENS)) {
 		r->fn(&c);
 		return;
 	}
@@ -186,7 +176,7 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_error(res, 401, "invalid_token", "X-Metadata-Token is not a valid session");
 		return;
 	}
-	if (st == 0 && a->cfg->session_required && r && (r->rules & ROUTE_GATED)) {
+	if (st == 0 && a->cfg->session_required && r && (r->rules & HTTPROUTE_GATED)) {
 		http_res_error(res, 401, "session_required",
 			       "a session is required: PUT /v1/session (or /latest/api/token), then send "
 			       "its token as X-Metadata-Token (or X-aws-ec2-metadata-token)");
@@ -200,9 +190,9 @@ void imds_handle(const struct http_request *req, struct http_response *res, void
 		http_res_error(res, 404, "not_found", "no such path");
 		return;
 	}
-	if ((r->rules & ROUTE_GUARD) && guard(req, res) < 0)
+	if ((r->rules & HTTPROUTE_GUARD) && guard(req, res) < 0)
 		return;
-	if ((r->rules & ROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
+	if ((r->rules & HTTPROUTE_FLAVOR) && ev_gce_flavor(req, res) < 0)
 		return;
 	r->fn(&c);
 	if (w.on && c.tag && (res->status == 200 || res->status == 304))
@@ -218,8 +208,8 @@ static size_t body_limit(const struct http_request *head, void *app)
 	struct http_span ver, rest;
 	size_t pn;
 	const char *path = clean_path(a, &head->path, &pn);
-	const struct route *r = route_lookup(&a->route_ix, path, pn, &ver, &rest);
-	return r && (r->methods & ROUTE_POST) ? IMDS_MAX_BODY : 0;
+	const struct httproute *r = httproute_lookup(&a->route_ix, path, pn, &ver, &rest);
+	return r && (r->methods & HTTPROUTE_POST) ? IMDS_MAX_BODY : 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -234,11 +224,11 @@ struct imds_app *imds_app_new(struct loop *l, const struct imds_config *cfg, cha
 	}
 	a->cfg = cfg;
 	a->watch.fd = -1;
-	route_index_build(&a->route_ix, routes, NROUTES);
+	httproute_index_build(&a->route_ix, routes, NROUTES);
 	if (inst_open(&a->inst, cfg, err, errlen) < 0 || kube_open(&a->kube, &a->inst, err, errlen) < 0)
 		goto fail;
 	if (session_init(&a->sessions) < 0 || nocloud_open(&a->nocloud, &a->inst) < 0 ||
-	    os_open(&a->openstack, &a->inst) < 0) {
+	    openstack_open(&a->openstack, &a->inst) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -274,7 +264,7 @@ void imds_app_free(struct imds_app *a)
 		return;
 	http_server_free(a->http);
 	wait_watch_stop(&a->watch);
-	os_close(&a->openstack);
+	openstack_close(&a->openstack);
 	nocloud_close(&a->nocloud);
 	session_fini(&a->sessions);
 	kube_close(&a->kube);

@@ -4,7 +4,7 @@
  * renders it (nocloud.c, openstack.c, kube.c for identity and token);
  * sessions (session.c), the password store (password.c) and waiting for a
  * change (wait.c) stand beside them.  This module owns them all, matches a
- * request against one route table (route.c) and checks the rules the route
+ * request against one route table (httproute.c) and checks the rules the route
  * names — method, rate limit, session token, the Metadata guard, wait
  * parameters — before its handler runs. */
 #ifndef IMDS_IMDS_H

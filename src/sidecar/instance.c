@@ -178,6 +178,10 @@ static void identity(struct instance *in)
 	}
 	in->hostname = in->host;
 	in->vm_ns = cfg->ns;
+	in->vm_name = cfg->vm_name;
+	in->pod_name = cfg->pod_name;
+	in->sa_name = cfg->sa_name;
+	in->token_path = cfg->token_path;
 	in->zone = cfg->zone;
 	in->region = cfg->region;
 	in->password_key = cfg->password_key;
@@ -201,9 +205,9 @@ static void identity(struct instance *in)
 		snprintf(in->iid, sizeof(in->iid), "%s-%s", cfg->ns, cfg->vm_name);
 	snprintf(in->uuid, sizeof(in->uuid), "%s", in->iid);
 	if (cfg->instance_id)
-		snprintf(in->os_iid, sizeof(in->os_iid), "%s", cfg->instance_id);
+		snprintf(in->openstack_iid, sizeof(in->openstack_iid), "%s", cfg->instance_id);
 	else
-		snprintf(in->os_iid, sizeof(in->os_iid), "%.290s.%.290s", cfg->vm_name, cfg->ns);
+		snprintf(in->openstack_iid, sizeof(in->openstack_iid), "%.290s.%.290s", cfg->vm_name, cfg->ns);
 }
 
 int inst_open(struct instance *in, const struct imds_config *cfg, char *err, size_t errlen)
@@ -294,7 +298,7 @@ static struct blob *ci_net(struct instance *in)
 	return in->ci_net_inline;
 }
 
-struct blob *inst_os_network_data(struct instance *in)
+struct blob *inst_openstack_network_data(struct instance *in)
 {
 	if (in->ci_source != INST_CI_CONFIGDRIVE || in->cfg->network_config_file)
 		return NULL;

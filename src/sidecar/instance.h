@@ -60,11 +60,12 @@ enum inst_ci_source {
 struct instance {
 	const struct imds_config *cfg;
 	/* KubeVirt's identity (docs/sidecar.md, "The VM's own cloud-init"):
-	 * iid is NoCloud's and EC2's instance-id, uuid OpenStack's, os_iid
-	 * OpenStack's instance_id; IMDS_INSTANCE_ID overrides all three. */
+	 * iid is NoCloud's and EC2's instance-id, uuid OpenStack's,
+	 * openstack_iid OpenStack's instance_id; IMDS_INSTANCE_ID overrides all
+	 * three. */
 	char iid[600];             /* the firmware UUID, or <namespace>-<vmName> when unknown */
 	char uuid[600];            /* the firmware UUID, or iid */
-	char os_iid[600];          /* <vmName>.<namespace> */
+	char openstack_iid[600];   /* <vmName>.<namespace> */
 	char host[256];
 	const char *hostname;      /* spec.hostname, else the VM name up to its first '.' (63 at most) */
 	struct metajson ci;        /* IMDS_CLOUD_INIT */
@@ -76,6 +77,11 @@ struct instance {
 	/* The pod and its node, as the layouts say them (a layout reads this
 	 * model, never the configuration). */
 	const char *vm_ns;         /* the VM's namespace */
+	/* The pod's Kubernetes identity and its ServiceAccount token, for
+	 * kube.c: the VM's name, the pod's, its ServiceAccount's, and the
+	 * token's path (IMDS_TOKEN_PATH; its folder holds the audiences'). */
+	const char *vm_name, *pod_name, *sa_name;
+	const char *token_path;
 	const char *zone, *region; /* the node's topology labels; NULL: unknown */
 	/* The entry of the SSH keys whose first RSA key OpenStack lists alone
 	 * (IMDS_PASSWORD_KEY); NULL: every key. */
@@ -114,7 +120,7 @@ struct blob *inst_vendor_data(struct instance *in);
 struct blob *inst_network_config(struct instance *in);
 /* A config drive volume's network data, OpenStack's network_data.json as
  * given (NULL: none; the layout renders its own). */
-struct blob *inst_os_network_data(struct instance *in);
+struct blob *inst_openstack_network_data(struct instance *in);
 /* The value of key in IMDS_CLOUD_INIT, or NULL. */
 const char *inst_ci(const struct instance *in, const char *key);
 

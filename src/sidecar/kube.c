@@ -9,22 +9,21 @@
 #include <unistd.h>
 
 #include "audience.h"
-#include "call.h"
+#include "answer.h"
 #include "jwt.h"
 #include "sbuf.h"
 
 int kube_open(struct kube *k, struct instance *in, char *err, size_t errlen)
 {
-	const struct imds_config *c = in->cfg;
 	memset(k, 0, sizeof(*k));
 	k->inst = in;
-	const char *slash = strrchr(c->token_path, '/');
-	size_t dlen = (size_t)(slash - c->token_path);
+	const char *slash = strrchr(in->token_path, '/');
+	size_t dlen = (size_t)(slash - in->token_path);
 	if (dlen >= sizeof(k->token_dir)) {
 		snprintf(err, errlen, "IMDS_TOKEN_PATH: too long");
 		return -ENAMETOOLONG;
 	}
-	memcpy(k->token_dir, c->token_path, dlen);
+	memcpy(k->token_dir, in->token_path, dlen);
 	k->token_dir[dlen] = '\0';
 	k->body_cap = KUBE_TOKEN_MAX * 6 / 5 + 256;
 	k->tok = malloc(KUBE_TOKEN_MAX + 1);
@@ -32,13 +31,13 @@ int kube_open(struct kube *k, struct instance *in, char *err, size_t errlen)
 	char buf[4096];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "namespace", c->ns, 0);
-	call_json_field(&b, "serviceAccountName", c->sa_name, 1);
-	call_json_field(&b, "vmName", c->vm_name, 1);
-	call_json_field(&b, "podName", c->pod_name, 1);
-	call_json_field(&b, "instanceId", in->iid, 1);
+	answer_json_field(&b, "namespace", in->vm_ns, 0);
+	answer_json_field(&b, "serviceAccountName", in->sa_name, 1);
+	answer_json_field(&b, "vmName", in->vm_name, 1);
+	answer_json_field(&b, "podName", in->pod_name, 1);
+	answer_json_field(&b, "instanceId", in->iid, 1);
 	sbuf_puts(&b, "}\n");
-	k->identity = call_render(&b);
+	k->identity = answer_render(&b);
 	if (!k->tok || !k->body || !k->identity) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -58,7 +57,7 @@ void kube_close(struct kube *k)
 void kube_identity(struct call *c)
 {
 	struct kube *k = c->self;
-	call_data(c, "application/json", k->identity);
+	answer_data(c, "application/json", k->identity);
 }
 
 static const char *trim(const char *p, size_t *n)
@@ -109,9 +108,9 @@ void kube_token(struct call *c)
 	struct kube *k = c->self;
 	struct http_response *res = c->res;
 	char path[4096 + 512];
-	const char *tpath = k->inst->cfg->token_path;
+	const char *tpath = k->inst->token_path;
 	char aud[512], dir[1600];
-	int an = call_query_param(c->req->query.p, c->req->query.n, "audience", aud, sizeof(aud));
+	int an = answer_query_param(c->req->query.p, c->req->query.n, "audience", aud, sizeof(aud));
 	if (an == -EINVAL || an == -ENOSPC || an > 500) {
 		http_res_error(res, 400, "bad_audience", "audience: malformed or longer than 500 bytes");
 		return;
@@ -171,5 +170,5 @@ void kube_token(struct call *c)
 		http_res_error(res, 500, "token_invalid", "token does not fit the answer");
 		return;
 	}
-	call_data_text(c, "application/json", b.p, b.len);
+	answer_data_text(c, "application/json", b.p, b.len);
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "log.h"
 #include "sbuf.h"
 #include "yaml.h"
@@ -67,7 +67,7 @@ static int render(struct nocloud *nc, const struct inst_meta *m)
 		yaml_scalar(&b, cu->kv[i].k, cu->kv[i].kn);
 		yaml_line(&b, ": ", cu->kv[i].v, cu->kv[i].vn);
 	}
-	struct blob *md = call_render(&b);
+	struct blob *md = answer_render(&b);
 	free(buf);
 	if (!md)
 		return -ENOMEM;
@@ -97,7 +97,7 @@ void nocloud_meta_data(struct call *c)
 	struct inst_meta m = inst_meta(nc->inst);
 	if (m.gen != nc->gen && render(nc, &m) < 0)
 		log_error("meta-data: out of memory, serving the previous answer");
-	call_data(c, "text/yaml", nc->meta);
+	answer_data(c, "text/yaml", nc->meta);
 }
 
 /* cloud-init asks for network-config before user-data from 24.3 on, and
@@ -119,18 +119,18 @@ void nocloud_user_data(struct call *c)
 {
 	struct nocloud *nc = c->self;
 	netcfg_unasked(nc);
-	call_data(c, "application/octet-stream", inst_user_data(nc->inst));
+	answer_data(c, "application/octet-stream", inst_user_data(nc->inst));
 }
 
 void nocloud_vendor_data(struct call *c)
 {
 	struct nocloud *nc = c->self;
-	call_data(c, "application/octet-stream", inst_vendor_data(nc->inst));
+	answer_data(c, "application/octet-stream", inst_vendor_data(nc->inst));
 }
 
 void nocloud_network_config(struct call *c)
 {
 	struct nocloud *nc = c->self;
 	nc->netcfg_asked = 1;
-	call_data(c, "text/yaml", inst_network_config(nc->inst));
+	answer_data(c, "text/yaml", inst_network_config(nc->inst));
 }

@@ -4,30 +4,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "answer.h"
 #include "log.h"
 #include "sbuf.h"
 
 static const char versions[] = "2012-08-10\n2013-04-04\n2013-10-17\n2015-10-15\n2016-06-30\n"
 			       "2016-10-06\n2017-02-22\n2018-08-27\nlatest\n";
-/* The files of a version, in Nova's order, each served from its version on
- * (NULL: every one), kept in that order: what a version lists is the rows
- * up to the first it does not serve. */
-enum { OS_META, OS_USER, OS_VENDOR, OS_NETWORK, OS_PASSWORD, OS_VENDOR2, OS_NFILES };
-static const struct os_file {
+/* The files of a version: openstack.h's OPENSTACK_FILES, one row each. */
+#define OPENSTACK_ENUM(id, ...) OPENSTACK_##id,
+enum { OPENSTACK_FILES(OPENSTACK_ENUM) OPENSTACK_NFILES };
+#undef OPENSTACK_ENUM
+static const struct openstack_file {
 	const char *name;
 	const char *since;
-} files[OS_NFILES] = {
-	[OS_META] = {"meta_data.json", NULL},
-	[OS_USER] = {"user_data", NULL},
-	[OS_VENDOR] = {"vendor_data.json", NULL},
-	[OS_NETWORK] = {"network_data.json", NULL},
-	[OS_PASSWORD] = {"password", "2013-04-04"},         /* GRIZZLY */
-	[OS_VENDOR2] = {"vendor_data2.json", "2016-10-06"}, /* NEWTON_TWO */
+} files[OPENSTACK_NFILES] = {
+#define OPENSTACK_ROW(id, name, since, ...) [OPENSTACK_##id] = {name, since},
+	OPENSTACK_FILES(OPENSTACK_ROW)
+#undef OPENSTACK_ROW
 };
-_Static_assert(OS_NFILES <= OS_FILES_MAX, "OS_FILES_MAX");
+_Static_assert(OPENSTACK_NFILES <= OPENSTACK_FILES_MAX, "OPENSTACK_FILES_MAX");
 
-int os_version_ok(const char *v, size_t n)
+int openstack_version_ok(const char *v, size_t n)
 {
 	if (n == 6 && memcmp(v, "latest", 6) == 0)
 		return 1;
@@ -42,28 +39,26 @@ int os_version_ok(const char *v, size_t n)
 /* v is a version from date on. */
 static int from(const char *v, size_t n, const char *date)
 {
-	return os_version_ok(v, n) &&
+	return openstack_version_ok(v, n) &&
 	       ((n == 6 && memcmp(v, "latest", 6) == 0) || (n == 10 && memcmp(v, date, 10) >= 0));
 }
 
-static int serves(const char *v, size_t n, const struct os_file *f)
+static int serves(const char *v, size_t n, const struct openstack_file *f)
 {
-	return f->since ? from(v, n, f->since) : os_version_ok(v, n);
+	return f->since ? from(v, n, f->since) : openstack_version_ok(v, n);
 }
 
-int os_password_version_ok(const char *v, size_t n)
-{
-	return serves(v, n, &files[OS_PASSWORD]);
-}
+#define OPENSTACK_SERVES(id, ...)                            \
+	int openstack_serves_##id(const char *v, size_t n)   \
+	{                                                    \
+		return serves(v, n, &files[OPENSTACK_##id]); \
+	}
+OPENSTACK_FILES(OPENSTACK_SERVES)
+#undef OPENSTACK_SERVES
 
-int os_vendor_data2_version_ok(const char *v, size_t n)
+const char *openstack_file_name(size_t i)
 {
-	return serves(v, n, &files[OS_VENDOR2]);
-}
-
-const char *os_file_name(size_t i)
-{
-	return i < OS_NFILES ? files[i].name : NULL;
+	return i < OPENSTACK_NFILES ? files[i].name : NULL;
 }
 
 /* OpenStack's name of key k: its entry, "-N" appended when the entry holds several. */
@@ -125,7 +120,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	const struct cikeys *ck = m->cikeys;
 	for (unsigned i = 0; i < ck->n; i++)
 		cap += ck->k[i].n * 6 + 32;
-	cap += (strlen(in->uuid) + strlen(in->os_iid)) * 6;
+	cap += (strlen(in->uuid) + strlen(in->openstack_iid)) * 6;
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -136,18 +131,18 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	/* KubeVirt's config drive (cloud-init.go:411-419): instance_id
 	 * <name>.<namespace>, uuid the firmware UUID, which cloud-init's
 	 * OpenStack reader takes as the instance-id. */
-	call_json_field(&b, "uuid", in->uuid, 0);
-	call_json_field(&b, "instance_id", in->os_iid, 1);
-	call_json_field(&b, "name", in->hostname, 1);
-	call_json_field(&b, "hostname", in->hostname, 1);
-	call_json_field(&b, "project_id", in->vm_ns, 1);
+	answer_json_field(&b, "uuid", in->uuid, 0);
+	answer_json_field(&b, "instance_id", in->openstack_iid, 1);
+	answer_json_field(&b, "name", in->hostname, 1);
+	answer_json_field(&b, "hostname", in->hostname, 1);
+	answer_json_field(&b, "project_id", in->vm_ns, 1);
 	/* The node's zone (the pod's topology label); unknown: no key, not
 	 * an invented one. */
 	if (in->zone)
-		call_json_field(&b, "availability_zone", in->zone, 1);
+		answer_json_field(&b, "availability_zone", in->zone, 1);
 	/* Not Nova's, but read by Talos, which otherwise asks EC2's
 	 * instance-type for minutes when it is missing. */
-	call_json_field(&b, "instance_type", in->instance_type, 1);
+	answer_json_field(&b, "instance_type", in->instance_type, 1);
 	sbuf_puts(&b, ",\"launch_index\":0,\"public_keys\":{");
 	/* The accessCredentials' keys as KubeVirt numbers them, verbatim. */
 	for (unsigned j = 0; j < ck->n; j++) {
@@ -175,8 +170,8 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_puts(&b, "\"}");
 	}
 	sbuf_puts(&b, nk ? "],\"meta\":{" : ",\"meta\":{");
-	call_json_field(&b, "namespace", in->vm_ns, 0);
-	call_json_field(&b, "vmName", in->hostname, 1);
+	answer_json_field(&b, "namespace", in->vm_ns, 0);
+	answer_json_field(&b, "vmName", in->hostname, 1);
 	for (size_t i = 0; i < cu->n; i++) {
 		if (m->custom_use[i] != INST_CUSTOM_ALL)
 			continue;
@@ -187,7 +182,7 @@ static int render(struct openstack *os, const struct inst_meta *m)
 		sbuf_putc(&b, '"');
 	}
 	sbuf_puts(&b, "}}\n");
-	struct blob *md = call_render(&b);
+	struct blob *md = answer_render(&b);
 	free(buf);
 	if (!md)
 		return -ENOMEM;
@@ -197,21 +192,21 @@ static int render(struct openstack *os, const struct inst_meta *m)
 	return 0;
 }
 
-int os_open(struct openstack *os, struct instance *in)
+int openstack_open(struct openstack *os, struct instance *in)
 {
 	memset(os, 0, sizeof(*os));
 	os->inst = in;
 	struct sbuf b = SBUF_INIT(os->listing, sizeof(os->listing));
-	for (size_t i = 0; i < OS_NFILES; i++) {
+	for (size_t i = 0; i < OPENSTACK_NFILES; i++) {
 		os->listing_len[i] = b.len;
 		sbuf_printf(&b, "%s\n", files[i].name);
 	}
-	os->listing_len[OS_NFILES] = b.len;
+	os->listing_len[OPENSTACK_NFILES] = b.len;
 	struct inst_meta m = inst_meta(in);
 	return render(os, &m);
 }
 
-void os_close(struct openstack *os)
+void openstack_close(struct openstack *os)
 {
 	blob_unref(os->meta);
 	blob_unref(os->vendor_src);
@@ -220,30 +215,30 @@ void os_close(struct openstack *os)
 	memset(os, 0, sizeof(*os));
 }
 
-void os_versions(struct call *c)
+void openstack_versions(struct call *c)
 {
 	http_res_text(c->res, 200, "text/plain", versions, sizeof(versions) - 1);
 }
 
-void os_files(struct call *c)
+void openstack_files(struct call *c)
 {
 	struct openstack *os = c->self;
 	size_t i = 0;
-	while (i < OS_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
+	while (i < OPENSTACK_NFILES && serves(c->ver.p, c->ver.n, &files[i]))
 		i++;
 	http_res_text(c->res, 200, "text/plain", os->listing, os->listing_len[i]);
 }
 
-void os_meta_data(struct call *c)
+void openstack_meta_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct inst_meta m = inst_meta(os->inst);
 	if (m.gen != os->gen && render(os, &m) < 0)
 		log_error("meta-data: out of memory, serving the previous answer");
-	call_data(c, "application/json", os->meta);
+	answer_data(c, "application/json", os->meta);
 }
 
-void os_user_data(struct call *c)
+void openstack_user_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct blob *u = inst_user_data(os->inst);
@@ -252,17 +247,17 @@ void os_user_data(struct call *c)
 	if (!u || u->len == 0)
 		http_res_error(c->res, 404, "not_found", "no user data");
 	else
-		call_data(c, "application/octet-stream", u);
+		answer_data(c, "application/octet-stream", u);
 }
 
 /* Vendor data goes in the "cloud-init" key, which cloud-init's OpenStack
  * datasource unwraps; rendered again only when the vendor-data changed. */
-void os_vendor_data(struct call *c)
+void openstack_vendor_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	struct blob *v = inst_vendor_data(os->inst);
 	if (!v || v->len == 0) {
-		call_data_text(c, "application/json", "{}\n", 3);
+		answer_data_text(c, "application/json", "{}\n", 3);
 		return;
 	}
 	if (v != os->vendor_src || !os->vendor_json) {
@@ -276,7 +271,7 @@ void os_vendor_data(struct call *c)
 		sbuf_puts(&b, "{\"cloud-init\":\"");
 		sbuf_json_escape(&b, v->data, v->len);
 		sbuf_puts(&b, "\"}\n");
-		struct blob *j = call_render(&b);
+		struct blob *j = answer_render(&b);
 		free(tmp);
 		if (!j) {
 			http_res_error(c->res, 500, "internal", "out of memory");
@@ -288,14 +283,14 @@ void os_vendor_data(struct call *c)
 		/* Held, so that its address is never another blob's. */
 		os->vendor_src = blob_ref(v);
 	}
-	call_data(c, "application/json", os->vendor_json);
+	answer_data(c, "application/json", os->vendor_json);
 }
 
-void os_vendor_data2(struct call *c)
+void openstack_vendor_data2(struct call *c)
 {
 	/* Nova's dynamic vendor data comes from external services; there are
 	 * none, and cloud-init reads {} as no vendor data. */
-	call_data_text(c, "application/json", "{}\n", 3);
+	answer_data_text(c, "application/json", "{}\n", 3);
 }
 
 /* A link id: the pod's interface name, which cloudbase-init gives the
@@ -341,7 +336,7 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 		sbuf_printf(&b, "\",\"type\":\"phy\",\"ethernet_mac_address\":"
 				"\"%02x:%02x:%02x:%02x:%02x:%02x\"",
 			    nic->mac[0], nic->mac[1], nic->mac[2], nic->mac[3], nic->mac[4], nic->mac[5]);
-		call_json_field(&b, "vif_id", nic->name, 1);
+		answer_json_field(&b, "vif_id", nic->name, 1);
 		sbuf_putc(&b, '}');
 	}
 	sbuf_puts(&b, "],\"networks\":[");
@@ -353,11 +348,11 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 			    nn++ ? "," : "", i);
 		link_id(&b, nic, i);
 		sbuf_putc(&b, '"');
-		call_json_field(&b, "network_id", nic->name, 1);
+		answer_json_field(&b, "network_id", nic->name, 1);
 		sbuf_putc(&b, '}');
 	}
 	sbuf_puts(&b, "],\"services\":[]}\n");
-	struct blob *j = call_render(&b);
+	struct blob *j = answer_render(&b);
 	free(buf);
 	if (!j)
 		return -ENOMEM;
@@ -368,13 +363,13 @@ static int render_net(struct openstack *os, const struct inst_net *net)
 	return 0;
 }
 
-void os_network_data(struct call *c)
+void openstack_network_data(struct call *c)
 {
 	struct openstack *os = c->self;
 	/* A config drive volume's network data, as KubeVirt's disk has it. */
-	struct blob *given = inst_os_network_data(os->inst);
+	struct blob *given = inst_openstack_network_data(os->inst);
 	if (given) {
-		call_data(c, "application/json", given);
+		answer_data(c, "application/json", given);
 		return;
 	}
 	struct inst_net net = inst_net(os->inst);
@@ -395,5 +390,5 @@ void os_network_data(struct call *c)
 			       "(the pod network with masquerade or passt, no secondary network)");
 		return;
 	}
-	call_data(c, "application/json", os->net);
+	answer_data(c, "application/json", os->net);
 }

@@ -26,7 +26,24 @@
 #include "blob.h"
 #include "instance.h"
 
-#define OS_FILES_MAX 8 /* rows of the table of files */
+/* The one table of a version's files, in Nova's order, each served from
+ * its version on (NULL: every one), kept in that order: what a version
+ * lists is the rows up to the first it does not serve.  A row: its id, its
+ * name, that version, its handler, the methods it takes and the member of
+ * imds.c's app its handler's state is.  openstack.c derives the listing and
+ * a version predicate per row (openstack_serves_<id>) from it, imds.c its route
+ * rows (OPENSTACK_ROUTES), so that a file, its listing and its route cannot drift. */
+#define OPENSTACK_FILES(X)                                                                              \
+	X(meta, "meta_data.json", NULL, openstack_meta_data, HTTPROUTE_READ, openstack)                 \
+	X(user, "user_data", NULL, openstack_user_data, HTTPROUTE_READ, openstack)                      \
+	X(vendor, "vendor_data.json", NULL, openstack_vendor_data, HTTPROUTE_READ, openstack)           \
+	X(network, "network_data.json", NULL, openstack_network_data, HTTPROUTE_READ, openstack)        \
+	/* GRIZZLY; the handler is password.c's */                                                      \
+	X(password, "password", "2013-04-04", password_serve, HTTPROUTE_READ | HTTPROUTE_POST, inst.pw) \
+	/* NEWTON_TWO */                                                                                \
+	X(vendor2, "vendor_data2.json", "2016-10-06", openstack_vendor_data2, HTTPROUTE_READ, openstack)
+
+#define OPENSTACK_FILES_MAX 8 /* rows of the table of files */
 
 struct openstack {
 	struct instance *inst;
@@ -40,33 +57,40 @@ struct openstack {
 	/* Every file's name and '\n', in the table's order (openstack.c):
 	 * a version's listing is a prefix of it, listing_len[its files]. */
 	char listing[128];
-	size_t listing_len[OS_FILES_MAX + 1];
+	size_t listing_len[OPENSTACK_FILES_MAX + 1];
 };
 
 /* Renders meta_data.json once.  0 or -ENOMEM. */
-int os_open(struct openstack *os, struct instance *in);
-void os_close(struct openstack *os);
+int openstack_open(struct openstack *os, struct instance *in);
+void openstack_close(struct openstack *os);
 
-/* Route versions: "latest" or a YYYY-MM-DD date; the password from
- * 2013-04-04 on. */
-int os_version_ok(const char *v, size_t n);
-int os_password_version_ok(const char *v, size_t n);
-/* ... vendor_data2.json from 2016-10-06 (Nova's NEWTON_TWO) on. */
-int os_vendor_data2_version_ok(const char *v, size_t n);
+/* Route versions: "latest" or a YYYY-MM-DD date. */
+int openstack_version_ok(const char *v, size_t n);
+/* Per row of OPENSTACK_FILES: 1 when version v[0..n) serves that file. */
+#define OPENSTACK_SERVES_DECL(id, ...) int openstack_serves_##id(const char *v, size_t n);
+OPENSTACK_FILES(OPENSTACK_SERVES_DECL)
+#undef OPENSTACK_SERVES_DECL
 
-/* The i-th file a version may list (its route in imds.c's table), NULL
- * past the last: for the tests that hold the listing to the routes. */
-const char *os_file_name(size_t i);
+/* The route rows of the files (httproute.h), derived from OPENSTACK_FILES, for a
+ * table whose owner has the members the rows name: the includer defines
+ * AT(member), the member's offset in that owner (imds.c). */
+#define OPENSTACK_ROUTE(id, name, since, fn, methods, state) \
+	{(methods), 0, "/openstack/{v}/" name, openstack_serves_##id, fn, AT(state)},
+#define OPENSTACK_ROUTES OPENSTACK_FILES(OPENSTACK_ROUTE)
+
+/* The i-th file a version may list, NULL past the last: for the tests
+ * that hold the listing to the routes. */
+const char *openstack_file_name(size_t i);
 
 struct call;
-/* Handlers; c->self is the struct openstack, c->ver the version.  os_files
+/* Handlers; c->self is the struct openstack, c->ver the version.  openstack_files
  * lists the version's files, derived from the one table of them. */
-void os_versions(struct call *c);
-void os_files(struct call *c);
-void os_meta_data(struct call *c);
-void os_user_data(struct call *c);
-void os_vendor_data(struct call *c);
-void os_vendor_data2(struct call *c);
-void os_network_data(struct call *c);
+void openstack_versions(struct call *c);
+void openstack_files(struct call *c);
+void openstack_meta_data(struct call *c);
+void openstack_user_data(struct call *c);
+void openstack_vendor_data(struct call *c);
+void openstack_vendor_data2(struct call *c);
+void openstack_network_data(struct call *c);
 
 #endif

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "call.h"
+#include "answer.h"
 #include "dfile.h"
 #include "log.h"
 
@@ -91,10 +91,10 @@ void password_serve(struct call *c)
 	struct http_response *res = c->res;
 	http_res_header(res, "Cache-Control", "no-store");
 	if (c->req->method != HTTP_M_POST) {
-		call_blob(c, "text/plain", p->pw);
+		answer_blob(c, "text/plain", p->pw);
 		return;
 	}
-	if (call_forwarded(c->req)) {
+	if (answer_req_forwarded(c->req)) {
 		http_res_error(res, 403, "forbidden", "proxied requests are not allowed");
 		return;
 	}

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "call.h"
+#include "answer.h"
 #include "config.h"
 
 struct session {
@@ -90,7 +90,7 @@ int session_check(const struct sessions *ss, const struct http_request *req,
 	int found = 0;
 	for (size_t i = 0; i < n; i++) {
 		int many;
-		const struct http_span *t = call_header(req, d[i]->token, &many);
+		const struct http_span *t = answer_req_header(req, d[i]->token, &many);
 		if (!t)
 			continue;
 		if (many || !known(ss, t, req->start_us))
@@ -106,13 +106,13 @@ void session_open(struct call *c, const struct session_dialect *d)
 	const struct http_request *req = c->req;
 	struct http_response *res = c->res;
 	http_res_header(res, "Cache-Control", "no-store");
-	if (call_forwarded(req)) {
+	if (answer_req_forwarded(req)) {
 		/* A proxy cannot mint a session for whoever it relays (SSRF). */
 		http_res_error(res, 403, "forbidden", "proxied requests cannot open a session");
 		return;
 	}
 	int many;
-	const struct http_span *h = call_header(req, d->ttl, &many);
+	const struct http_span *h = answer_req_header(req, d->ttl, &many);
 	char num[16];
 	unsigned ttl = 0;
 	if (!h || many || h->n == 0 || h->n >= sizeof(num) ||

@@ -6,7 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "call.h"
+#include "answer.h"
 #include "config.h"
 #include "log.h"
 #include "sbuf.h"
@@ -17,7 +17,7 @@ int wait_params(const struct http_request *req, struct wait *w, struct http_resp
 	const char *q = req->query.p;
 	size_t qn = req->query.n;
 	memset(w, 0, sizeof(*w));
-	int n = call_query_param(q, qn, "wait_for_change", v, sizeof(v));
+	int n = answer_query_param(q, qn, "wait_for_change", v, sizeof(v));
 	if (n == -ENOENT || (n >= 0 && strcmp(v, "false") == 0))
 		return 0;
 	if (n < 0 || strcmp(v, "true") != 0) {
@@ -25,7 +25,7 @@ int wait_params(const struct http_request *req, struct wait *w, struct http_resp
 		return -1;
 	}
 	w->on = 1;
-	n = call_query_param(q, qn, "last_etag", v, sizeof(v));
+	n = answer_query_param(q, qn, "last_etag", v, sizeof(v));
 	/* GCE's own use (maintenance-event?wait_for_change=true): without a
 	 * last_etag, wait for the next change from what is there now. */
 	w->from_now = n == -ENOENT || n == 0;
@@ -47,7 +47,7 @@ int wait_params(const struct http_request *req, struct wait *w, struct http_resp
 		return -1;
 	}
 	w->timeout_sec = 60;
-	n = call_query_param(q, qn, "timeout_sec", v, sizeof(v));
+	n = answer_query_param(q, qn, "timeout_sec", v, sizeof(v));
 	if (n != -ENOENT &&
 	    (n < 0 || config_parse_uint(v, 1, WAIT_MAX_SEC, &w->timeout_sec) < 0)) {
 		http_res_error(res, 400, "bad_timeout", "timeout_sec: want whole seconds, 1..3600");

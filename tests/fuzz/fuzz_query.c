@@ -1,4 +1,4 @@
-/* libFuzzer: the audience path of /v1/token — call_query_param on a query
+/* libFuzzer: the audience path of /v1/token — answer_query_param on a query
  * string, then audience_dir on what it decoded (and on the raw bytes).
  * Built from the real sources.
  *
@@ -7,14 +7,14 @@
  * blocks, so ASan catches a write or read past cap.
  *
  * Invariants (abort on violation):
- *  - call_query_param agrees with a reference decoder: the first
+ *  - answer_query_param agrees with a reference decoder: the first
  *    "key=" parameter, %XX and '+' decoded; -ENOENT / -EINVAL / -ENOSPC
  *    exactly when the reference says so; the result is NUL-terminated.
  *  - audience_dir: -EINVAL for "", ".", ".." and bytes outside 0x21..0x7e
  *    (or -ENOSPC if the name overflowed before such a byte); otherwise the name is one path component (no '/', never
  *    "." or ".."), made of [A-Za-z0-9._%-], and decodes back to the input;
  *    -ENOSPC exactly when it does not fit cap.
- *  - call_inm_match (If-None-Match, the input as the value) agrees with a
+ *  - answer_req_inm_match (If-None-Match, the input as the value) agrees with a
  *    reference scan, and always matches once our tag leads the list. */
 #include <errno.h>
 #include <stddef.h>
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "audience.h"
-#include "call.h"
+#include "answer.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -153,7 +153,7 @@ static void check_inm(const char *v, size_t n)
 	rq.hname[0] = (struct http_span){"If-None-Match", 13};
 	rq.hvalue[0] = (struct http_span){v, n};
 	rq.nheaders = 1;
-	int got = call_inm_match(&rq, tag), ref = 0;
+	int got = answer_req_inm_match(&rq, tag), ref = 0;
 	for (size_t i = 0; i < n && !ref;) {
 		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
 			i++;
@@ -181,7 +181,7 @@ static void check_inm(const char *v, size_t n)
 	pre[18] = ',';
 	memcpy(pre + 19, v, n);
 	rq.hvalue[0] = (struct http_span){pre, n + 19};
-	CHECK(call_inm_match(&rq, tag) == 1);
+	CHECK(answer_req_inm_match(&rq, tag) == 1);
 	free(pre);
 }
 
@@ -200,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(q, data + 2, qn);
 
-	int r = call_query_param(q, qn, key, out, cap);
+	int r = answer_query_param(q, qn, key, out, cap);
 	size_t rlen = 0;
 	int rr = ref_param(q, qn, key, ref, &rlen);
 	if (rr == 0) {

@@ -20,7 +20,7 @@
 #include "blob.h"
 #include "config.h"
 #include "http.h"
-#include "call.h"
+#include "answer.h"
 #include "imds.h"
 #include "password.h"
 #include "session.h"

@@ -1,5 +1,7 @@
 /* ec2: the EC2 tree (meta-data, user-data, dynamic, its listings) and
- * IMDSv2's sessions on it, through the handler (handler.h). */
+ * IMDSv2's sessions on it, through the handler (handler.h); each of its
+ * tables (a version's parts, the meta-data/ and dynamic/ trees) held to its
+ * listings and the parts to their routes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -196,7 +198,7 @@ static void test_ec2_sessions(void **state)
 	resp_free(&r);
 }
 
-/* ---- the tree's table against its listings ----------------------------------------- */
+/* ---- the tables against their listings: the version's parts, its trees ------------- */
 
 /* GET target: its status; the body into out (cap bytes, NUL-terminated). */
 static int get_body(struct imds_app *a, const char *target, char *out, size_t cap)
@@ -209,18 +211,23 @@ static int get_body(struct imds_app *a, const char *target, char *out, size_t ca
 	return st;
 }
 
-/* 1 when the listing names name, as a leaf or a folder ("name/"). */
-static int lists(const char *listing, const char *name)
+/* 1 when the listing names name, as a leaf or (folder) a folder ("name/"). */
+static int lists_as(const char *listing, const char *name, int folder)
 {
 	size_t n = strlen(name);
 	for (const char *l = listing; *l;) {
 		const char *e = strchr(l, '\n');
 		size_t ln = e ? (size_t)(e - l) : strlen(l);
-		if ((ln == n || (ln == n + 1 && l[n] == '/')) && memcmp(l, name, n) == 0)
+		if ((ln == n || (folder && ln == n + 1 && l[n] == '/')) && memcmp(l, name, n) == 0)
 			return 1;
 		l += ln + (e != NULL);
 	}
 	return 0;
+}
+
+static int lists(const char *listing, const char *name)
+{
+	return lists_as(listing, name, 1);
 }
 
 /* Every name a listing under root names answers 200 (a folder, with its
@@ -255,30 +262,32 @@ static void crawl(struct imds_app *a, const char *root, unsigned *n)
 	}
 }
 
-/* The table against what is served, under version ver: its rows sorted
- * (each listing comes out sorted), each row's folder a row, each row
- * answered 200 exactly when its folder's listing names it; and every name a
- * listing names answers.  The rows answered, in *there. */
-static void rows_and_listings(struct imds_app *a, const char *ver, unsigned *there)
+/* A tree's table (meta-data/ or dynamic/, path(i) its rows) against what
+ * is served under /ver/part/: its rows sorted (each listing comes out
+ * sorted), each row's folder a row, each row answered 200 exactly when its
+ * folder's listing names it; and every name the part's listings name
+ * answers.  The rows answered, in *there. */
+static void tree_and_listings(struct imds_app *a, const char *ver, const char *part,
+			      const char *(*path)(size_t), unsigned *there)
 {
 	char target[512], listing[4096], body[4096];
 	*there = 0;
-	for (size_t i = 0; ec2_tree_path(i); i++) {
-		const char *p = ec2_tree_path(i);
-		if (i && strcmp(ec2_tree_path(i - 1), p) >= 0)
-			fail_msg("tree: row '%s' after '%s': the table is sorted", p, ec2_tree_path(i - 1));
+	for (size_t i = 0; path(i); i++) {
+		const char *p = path(i);
+		if (i && strcmp(path(i - 1), p) >= 0)
+			fail_msg("%s: row '%s' after '%s': the table is sorted", part, p, path(i - 1));
 		const char *slash = strrchr(p, '/');
 		size_t dn = slash ? (size_t)(slash - p) : 0;
 		if (slash) {
 			int parent = 0;
 			for (size_t j = 0; j < i; j++)
-				parent |= strlen(ec2_tree_path(j)) == dn && memcmp(ec2_tree_path(j), p, dn) == 0;
+				parent |= strlen(path(j)) == dn && memcmp(path(j), p, dn) == 0;
 			if (!parent)
-				fail_msg("tree: row '%s' has no row for its folder", p);
+				fail_msg("%s: row '%s' has no row for its folder", part, p);
 		}
-		snprintf(target, sizeof(target), "/%s/meta-data/%.*s%s", ver, (int)dn, p, dn ? "/" : "");
+		snprintf(target, sizeof(target), "/%s/%s/%.*s%s", ver, part, (int)dn, p, dn ? "/" : "");
 		int pst = get_body(a, target, listing, sizeof(listing));
-		snprintf(target, sizeof(target), "/%s/meta-data/%s", ver, p);
+		snprintf(target, sizeof(target), "/%s/%s/%s", ver, part, p);
 		int st = get_body(a, target, body, sizeof(body));
 		int listed = pst == 200 && lists(listing, slash ? slash + 1 : p);
 		if (st != 200 && st != 404)
@@ -289,10 +298,75 @@ static void rows_and_listings(struct imds_app *a, const char *ver, unsigned *the
 		*there += st == 200;
 	}
 	unsigned n = 0;
-	snprintf(target, sizeof(target), "/%s/meta-data/", ver);
+	snprintf(target, sizeof(target), "/%s/%s/", ver, part);
 	crawl(a, target, &n);
-	snprintf(target, sizeof(target), "/%s/dynamic/", ver);
-	crawl(a, target, &n);
+}
+
+/* The version's table of parts against GET /ver/: each part answered 200
+ * exactly when the listing names it (bare, as EC2's), nothing listed that is
+ * not a part; then each tree's table against its listings.  The rows of
+ * meta-data/ answered, in *there. */
+static void rows_and_listings(struct imds_app *a, const char *ver, unsigned *there)
+{
+	char target[512], listing[4096], body[4096];
+	snprintf(target, sizeof(target), "/%s/", ver);
+	if (get_body(a, target, listing, sizeof(listing)) != 200)
+		fail_msg("%s: no listing", target);
+	size_t lines = *listing != '\0', listed_parts = 0;
+	for (const char *l = listing; (l = strchr(l, '\n')); l++)
+		lines++;
+	for (size_t i = 0; ec2_part_name(i); i++) {
+		const char *name = ec2_part_name(i);
+		if (i && strcmp(ec2_part_name(i - 1), name) >= 0)
+			fail_msg("parts: '%s' after '%s': the table is sorted", name, ec2_part_name(i - 1));
+		int listed = lists_as(listing, name, 0); /* bare, as EC2's */
+		snprintf(target, sizeof(target), "/%s/%s", ver, name);
+		int st = get_body(a, target, body, sizeof(body));
+		if ((st == 200) != listed)
+			fail_msg("%s: answers %d, %s in the version's listing:\n%s", target, st,
+				 listed ? "named" : "not named", listing);
+		listed_parts += (size_t)listed;
+	}
+	if (lines != listed_parts)
+		fail_msg("/%s/ lists %zu names, %zu of them parts:\n%s", ver, lines, listed_parts, listing);
+	unsigned dyn;
+	tree_and_listings(a, ver, "dynamic", ec2_dynamic_path, &dyn);
+	if (dyn != 2)
+		fail_msg("/%s/dynamic/: %u rows there, want its two", ver, dyn);
+	tree_and_listings(a, ver, "meta-data", ec2_tree_path, there);
+}
+
+/* The route table's rows under /{v}/ are the parts', derived: /{v}/<part>,
+ * and /{v}/<part>/<anything> for a tree, no other. */
+static void test_ec2_parts_routed(void **state)
+{
+	(void)state;
+	size_t nparts = 0, routed = 0;
+	while (ec2_part_name(nparts))
+		nparts++;
+	unsigned seen[8] = {0};
+	assert_true(nparts <= sizeof(seen) / sizeof(seen[0]));
+	for (size_t i = 0; imds_route_pattern(i); i++) {
+		const char *p = imds_route_pattern(i);
+		const char *pre = "/{v}/";
+		if (strncmp(p, pre, strlen(pre)) != 0 || !p[strlen(pre)])
+			continue;
+		const char *name = p + strlen(pre);
+		size_t n = strcspn(name, "/");
+		size_t j = 0;
+		while (j < nparts && !(strlen(ec2_part_name(j)) == n && !strncmp(ec2_part_name(j), name, n)))
+			j++;
+		if (j == nparts || (name[n] && strcmp(name + n, "/*") != 0))
+			fail_msg("route %s: no part of the version's table", p);
+		seen[j]++;
+		routed++;
+	}
+	for (size_t j = 0; j < nparts; j++)
+		if (seen[j] == 0)
+			fail_msg("part %s: no route", ec2_part_name(j));
+	/* dynamic/ and meta-data/ are trees (two rows each), user-data a leaf */
+	assert_int_equal(routed, 5);
+	assert_int_equal(nparts, 3);
 }
 
 static void test_ec2_table(void **state)
@@ -301,6 +375,18 @@ static void test_ec2_table(void **state)
 	unsigned there;
 	/* Nothing but the identity: the optional rows are not there. */
 	struct imds_app *a = start(f);
+	/* Every version GET / lists is one, whose parts and trees hold. */
+	char versions[512];
+	assert_int_equal(get_body(a, "/", versions, sizeof(versions)), 200);
+	unsigned nver = 0;
+	for (char *v = versions, *e; *v; v = e ? e + 1 : v + strlen(v)) {
+		e = strchr(v, '\n');
+		if (e)
+			*e = '\0';
+		rows_and_listings(a, v, &there);
+		nver++;
+	}
+	assert_true(nver >= 6);
 	rows_and_listings(a, "latest", &there);
 	get_is(a, "/latest/meta-data/", 200,
 	       "events/\nhostname\ninstance-id\ninstance-type\nlocal-hostname");
@@ -317,7 +403,10 @@ static void test_ec2_table(void **state)
 	put_str(in_dir(f, "podinfo/eviction-strategy"), "External");
 	put_str(in_dir(f, "podinfo/eviction-in-progress"), "true");
 	setenv("IMDS_LIFECYCLE_DIR", in_dir(f, "podinfo"), 1);
+	put_str(in_dir(f, "ud"), "#cloud-config\n");
+	setenv("IMDS_USER_DATA_FILE", in_dir(f, "ud"), 1);
 	a = start(f);
+	get_is(a, "/latest/", 200, "dynamic\nmeta-data\nuser-data");
 	static const char *const vers[] = {"latest", "2009-04-04", "1.0"};
 	for (size_t v = 0; v < sizeof(vers) / sizeof(vers[0]); v++)
 		rows_and_listings(a, vers[v], &there);
@@ -345,6 +434,7 @@ int main(void)
 		T(test_ec2_tree),
 		T(test_ec2_sessions),
 		T(test_ec2_table),
+		T(test_ec2_parts_routed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,6 +188,38 @@ static void test_gce_rules(void **state)
 			    "hostname\nid\nmaintenance-event\nname\n");
 }
 
+/* GCE's instance/ is one table: with and without a zone, every key its
+ * listing names answers 200, every row it does not name 404, and it names
+ * nothing that is not a row. */
+static void test_gce_instance_table(void **state)
+{
+	struct fx *f = *state;
+	for (int zoned = 0; zoned < 2; zoned++) {
+		if (zoned) /* start() frees the app before */
+			setenv("IMDS_AVAILABILITY_ZONE", "z1", 1);
+		start(f);
+		char listing[256];
+		snprintf(listing, sizeof(listing), "%s",
+			 get_want(f->app, "/computeMetadata/v1/instance/", GOOGLE, 200));
+		size_t lines = 0, listed = 0, rows = 0;
+		for (const char *p = listing; (p = strchr(p, '\n')); p++)
+			lines++;
+		for (size_t i = 0; ev_gce_instance_key(i); i++, rows++) {
+			char line[64], target[128];
+			snprintf(line, sizeof(line), "%s\n", ev_gce_instance_key(i));
+			int named = strstr(listing, line) != NULL;
+			listed += named != 0;
+			snprintf(target, sizeof(target), "/computeMetadata/v1/instance/%s",
+				 ev_gce_instance_key(i));
+			get_want(f->app, target, GOOGLE, named ? 200 : 404);
+		}
+		assert_int_equal(lines, listed);
+		assert_int_equal(listed, zoned ? rows : rows - 1);
+	}
+	assert_string_equal(get_want(f->app, "/computeMetadata/v1/instance/zone", GOOGLE, 200),
+			    "projects/default/zones/z1");
+}
+
 static void test_azure_rules(void **state)
 {
 	struct fx *f = *state;
@@ -297,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_ack_parse_err_bounded),
 		cmocka_unit_test(test_azure_zone_table),
 		cmocka_unit_test_setup_teardown(test_gce_rules, lc_setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gce_instance_table, lc_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_azure_rules, lc_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions, lc_setup, teardown),
 	};

@@ -2,7 +2,7 @@
  * header rules, proxies, the rate limit and merged slashes, driven with
  * hand-built requests against files in a temporary directory (handler.h).
  * The modules' own tests are in their files: the answer helpers and ETags
- * test_call.c, the token and identity test_kube.c, sessions
+ * test_answer.c, the token and identity test_kube.c, sessions
  * test_session.c, waiting for a change test_wait.c; each layout's own
  * answers test_nocloud.c, test_openstack.c, test_ec2.c. */
 #include <stdarg.h>

@@ -90,7 +90,7 @@ static void test_identity(void **state)
 	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
 	assert_string_equal(in.iid, "5d307ca9-b3ef-428c-8861-06e72d69f223");
 	assert_string_equal(in.uuid, "5d307ca9-b3ef-428c-8861-06e72d69f223");
-	assert_string_equal(in.os_iid, "db-01.prod.example.demo");
+	assert_string_equal(in.openstack_iid, "db-01.prod.example.demo");
 	assert_string_equal(in.hostname, "db-01");
 	assert_string_equal(in.instance_type, "u1.medium");
 	assert_true(in.instance_type_known);
@@ -103,7 +103,7 @@ static void test_identity(void **state)
 	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
 	assert_string_equal(in.iid, "mine");
 	assert_string_equal(in.uuid, "mine");
-	assert_string_equal(in.os_iid, "mine");
+	assert_string_equal(in.openstack_iid, "mine");
 	assert_string_equal(in.hostname, "web-1");
 	assert_string_equal(in.instance_type, "kubevirt");
 	assert_false(in.instance_type_known);
@@ -132,14 +132,14 @@ static void test_inline_and_precedence(void **state)
 	assert_int_equal(u->len, 2);
 	assert_memory_equal(u->data, "\xff\0", 2);
 	assert_null(inst_network_config(&in)); /* a config drive's JSON is not NoCloud's */
-	assert_blob(inst_os_network_data(&in), "{\"links\":[]}");
+	assert_blob(inst_openstack_network_data(&in), "{\"links\":[]}");
 	inst_close(&in);
 
 	c = config("{\"source\":\"noCloud\",\"networkData\":\"dmVyc2lvbjogMgo=\"}");
 	assert_int_equal(inst_open(&in, &c, err, sizeof(err)), 0);
 	assert_blob(inst_user_data(&in), ""); /* KubeVirt writes an empty user-data */
 	assert_blob(inst_network_config(&in), "version: 2\n");
-	assert_null(inst_os_network_data(&in));
+	assert_null(inst_openstack_network_data(&in));
 	inst_close(&in);
 
 	put("ann-user-data", "from the annotation");

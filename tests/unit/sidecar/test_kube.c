@@ -24,9 +24,9 @@
 #include "kube.h"
 #include "handler.h"
 
-/* An instance with just what kube.c reads of it. */
+/* An instance with just what kube.c reads of it: the model's fields, no
+ * configuration (in.cfg stays NULL: a layout reads only the model). */
 struct kfx {
-	struct imds_config cfg;
 	struct instance in;
 	struct kube k;
 };
@@ -34,12 +34,11 @@ struct kfx {
 static void kfx_init(struct kfx *x, const char *token_path)
 {
 	memset(x, 0, sizeof(*x));
-	x->cfg.ns = "ns1";
-	x->cfg.sa_name = "sa1";
-	x->cfg.vm_name = "vm1";
-	x->cfg.pod_name = "pod1";
-	x->cfg.token_path = token_path;
-	x->in.cfg = &x->cfg;
+	x->in.vm_ns = "ns1";
+	x->in.sa_name = "sa1";
+	x->in.vm_name = "vm1";
+	x->in.pod_name = "pod1";
+	x->in.token_path = token_path;
 	snprintf(x->in.iid, sizeof(x->in.iid), "ns1-vm1");
 }
 

@@ -281,11 +281,11 @@ static void test_openstack_table(void **state)
 		snprintf(listing, sizeof(listing), "%s", r.body);
 		resp_free(&r);
 		versions_n++;
-		for (size_t i = 0; os_file_name(i); i++) {
+		for (size_t i = 0; openstack_file_name(i); i++) {
 			char line[64];
-			snprintf(line, sizeof(line), "%s\n", os_file_name(i));
+			snprintf(line, sizeof(line), "%s\n", openstack_file_name(i));
 			int listed = strstr(listing, line) != NULL;
-			snprintf(target, sizeof(target), "/openstack/%.40s/%s", v, os_file_name(i));
+			snprintf(target, sizeof(target), "/openstack/%.40s/%s", v, openstack_file_name(i));
 			call(a, "GET", target, 0, NULL, &r);
 			if ((r.status == 200) != listed)
 				fail_msg("%s: answers %d, %s in the version's listing:\n%s", target, r.status,
@@ -299,19 +299,35 @@ static void test_openstack_table(void **state)
 		size_t lines = 0, rows = 0;
 		for (const char *p = listing; (p = strchr(p, '\n')); p++)
 			lines++;
-		for (size_t i = 0; os_file_name(i); i++)
-			rows += strstr(listing, os_file_name(i)) != NULL;
+		for (size_t i = 0; openstack_file_name(i); i++)
+			rows += strstr(listing, openstack_file_name(i)) != NULL;
 		assert_int_equal(lines, rows);
 	}
 	size_t nrows = 0;
-	while (os_file_name(nrows))
+	while (openstack_file_name(nrows))
 		nrows++;
 	call(a, "GET", "/openstack/latest/", 0, NULL, &r);
 	for (size_t i = 0; i < nrows; i++)
-		if (!strstr(r.body, os_file_name(i)))
-			fail_msg("latest does not list %s", os_file_name(i));
+		if (!strstr(r.body, openstack_file_name(i)))
+			fail_msg("latest does not list %s", openstack_file_name(i));
 	resp_free(&r);
 	assert_true(versions_n > 3 && answered > versions_n * 4);
+	/* The route table's file rows are the table's, derived: one per file,
+	 * no other. */
+	size_t routed = 0;
+	for (size_t i = 0; imds_route_pattern(i); i++) {
+		const char *p = imds_route_pattern(i);
+		const char *pre = "/openstack/{v}/";
+		if (strncmp(p, pre, strlen(pre)) != 0 || !p[strlen(pre)])
+			continue;
+		size_t j = 0;
+		while (openstack_file_name(j) && strcmp(openstack_file_name(j), p + strlen(pre)) != 0)
+			j++;
+		if (!openstack_file_name(j))
+			fail_msg("route %s: no row of the table of files", p);
+		routed++;
+	}
+	assert_int_equal(routed, nrows);
 }
 
 int main(void)

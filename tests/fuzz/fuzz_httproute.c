@@ -1,15 +1,15 @@
-/* libFuzzer: the route matcher (route_find) on any path bytes, against a
+/* libFuzzer: the route matcher (httproute_find) on any path bytes, against a
  * reference written the slow, obvious way.  Built from the real sources.
  *
  * Input: the path (no NUL termination; an exact-size heap copy, so a read
  * past its end shows under ASan).
  *
  * Invariants (abort on violation):
- *  - route_find picks the first route the reference matches, or none;
- *  - route_lookup (the exact-path index) gives the same route and spans;
+ *  - httproute_find picks the first route the reference matches, or none;
+ *  - httproute_lookup (the exact-path index) gives the same route and spans;
  *  - its captures are the reference's, and lie inside the path;
  *  - a literal route matches only its own bytes;
- *  - route_merge_slashes leaves no "//", keeps every other byte in order,
+ *  - httproute_merge_slashes leaves no "//", keeps every other byte in order,
  *    keeps a leading '/', is idempotent, and gives the same in place. */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "route.h"
+#include "httproute.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -45,26 +45,26 @@ static void h(struct call *c)
 	(void)c;
 }
 
-static const struct route table[] = {
-	{ROUTE_READ, 0, "/healthz", NULL, h, 0},
-	{ROUTE_READ, 0, "/v1/meta-data", NULL, h, 0},
-	{ROUTE_PUT, ROUTE_OPENS, "/latest/api/token", NULL, h, 0},
-	{ROUTE_READ, 0, "/openstack", NULL, h, 0},
-	{ROUTE_READ, 0, "/openstack/{v}", ver_date, h, 0},
-	{ROUTE_READ, 0, "/openstack/{v}/", ver_date, h, 0},
-	{ROUTE_READ, 0, "/openstack/{v}/meta_data.json", ver_date, h, 0},
-	{ROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 0},
-	{ROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 0},
-	{ROUTE_READ, 0, "/{v}/dynamic/*", ver_date, h, 0},
-	{ROUTE_READ, 0, "/{v}", ver_date, h, 0},
-	{ROUTE_READ, 0, "/x/{v}/y", ver_any, h, 0},
-	{ROUTE_READ, 0, "/*", NULL, h, 0},
+static const struct httproute table[] = {
+	{HTTPROUTE_READ, 0, "/healthz", NULL, h, 0},
+	{HTTPROUTE_READ, 0, "/v1/meta-data", NULL, h, 0},
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/latest/api/token", NULL, h, 0},
+	{HTTPROUTE_READ, 0, "/openstack", NULL, h, 0},
+	{HTTPROUTE_READ, 0, "/openstack/{v}", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/openstack/{v}/", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/openstack/{v}/meta_data.json", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/{v}/dynamic/*", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/{v}", ver_date, h, 0},
+	{HTTPROUTE_READ, 0, "/x/{v}/y", ver_any, h, 0},
+	{HTTPROUTE_READ, 0, "/*", NULL, h, 0},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
 /* The reference: pattern and path compared from the left, byte by byte;
  * {v} takes a whole segment (up to the next '/'), '*' the rest. */
-static int ref_match(const char *pat, route_ver_fn *ok, const char *s, size_t n)
+static int ref_match(const char *pat, httproute_ver_fn *ok, const char *s, size_t n)
 {
 	if (!*pat)
 		return n == 0;
@@ -88,17 +88,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(p, data, size);
 	struct http_span ver, rest;
-	const struct route *r = route_find(table, N, p, size, &ver, &rest);
-	const struct route *want = NULL;
+	const struct httproute *r = httproute_find(table, N, p, size, &ver, &rest);
+	const struct httproute *want = NULL;
 	for (size_t i = 0; i < N && !want; i++)
 		if (ref_match(table[i].pattern, table[i].ver_ok, p, size))
 			want = &table[i];
 	CHECK(r == want);
-	static struct route_index ix;
+	static struct httproute_index ix;
 	if (!ix.t)
-		route_index_build(&ix, table, N);
+		httproute_index_build(&ix, table, N);
 	struct http_span iver, irest;
-	CHECK(route_lookup(&ix, p, size, &iver, &irest) == r);
+	CHECK(httproute_lookup(&ix, p, size, &iver, &irest) == r);
 	CHECK(iver.p == ver.p && iver.n == ver.n && irest.p == rest.p && irest.n == rest.n);
 	if (ver.p)
 		CHECK(ver.p >= p && ver.p + ver.n <= p + size && r && strstr(r->pattern, "{v}"));
@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *m = malloc(size ? size : 1), *m2 = malloc(size ? size : 1);
 	if (!m || !m2)
 		abort();
-	size_t mn = route_merge_slashes(p, size, m);
+	size_t mn = httproute_merge_slashes(p, size, m);
 	CHECK(mn <= size);
 	for (size_t i = 1; i < mn; i++)
 		CHECK(!(m[i] == '/' && m[i - 1] == '/'));
@@ -135,9 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		j++;
 	CHECK(j == mn);
 	CHECK(!size || (p[0] == '/') == (m[0] == '/'));
-	CHECK(route_merge_slashes(m, mn, m2) == mn && memcmp(m, m2, mn) == 0);
+	CHECK(httproute_merge_slashes(m, mn, m2) == mn && memcmp(m, m2, mn) == 0);
 	memcpy(m2, p, size);
-	CHECK(route_merge_slashes(m2, size, m2) == mn && memcmp(m, m2, mn) == 0);
+	CHECK(httproute_merge_slashes(m2, size, m2) == mn && memcmp(m, m2, mn) == 0);
 	free(m);
 	free(m2);
 	free(p);

@@ -1,9 +1,9 @@
-#include "route.h"
+#include "httproute.h"
 
 #include <string.h>
 
 /* 1 when pat matches path[0..pn) whole; the wildcards' spans in ver and rest. */
-static int match(const char *pat, route_ver_fn *ver_ok, const char *path, size_t pn,
+static int match(const char *pat, httproute_ver_fn *ver_ok, const char *path, size_t pn,
 		 struct http_span *ver, struct http_span *rest)
 {
 	size_t j = 0;
@@ -30,12 +30,12 @@ static int match(const char *pat, route_ver_fn *ver_ok, const char *path, size_t
 	return j == pn;
 }
 
-const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
-			       struct http_span *ver, struct http_span *rest)
+const struct httproute *httproute_find(const struct httproute *t, size_t n, const char *path,
+				       size_t pn, struct http_span *ver, struct http_span *rest)
 {
 	/* Most patterns differ from a path in the byte after the first '/':
 	 * compared here, a route that cannot match costs one test, not a call
-	 * (route_lookup walks here for the paths its index does not hold). */
+	 * (httproute_lookup walks here for the paths its index does not hold). */
 	char p1 = 0;
 	if (pn > 1)
 		p1 = path[1];
@@ -70,13 +70,13 @@ static uint32_t path_hash(const char *p, size_t n)
 	return h;
 }
 
-void route_index_build(struct route_index *ix, const struct route *t, size_t n)
+void httproute_index_build(struct httproute_index *ix, const struct httproute *t, size_t n)
 {
 	memset(ix, 0, sizeof(*ix));
 	ix->t = t;
 	ix->n = n;
 	size_t filled = 0;
-	for (size_t i = 0; i < n && i < UINT16_MAX && filled < ROUTE_INDEX_SLOTS / 2; i++) {
+	for (size_t i = 0; i < n && i < UINT16_MAX && filled < HTTPROUTE_INDEX_SLOTS / 2; i++) {
 		const char *pat = t[i].pattern;
 		size_t len = strlen(pat);
 		if (strchr(pat, '*') || strstr(pat, "{v}"))
@@ -89,18 +89,18 @@ void route_index_build(struct route_index *ix, const struct route *t, size_t n)
 		if (j < i)
 			continue;
 		uint32_t h = path_hash(pat, len);
-		while (ix->slot[h & (ROUTE_INDEX_SLOTS - 1)])
+		while (ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)])
 			h++;
-		ix->slot[h & (ROUTE_INDEX_SLOTS - 1)] = (uint16_t)(i + 1);
+		ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)] = (uint16_t)(i + 1);
 		filled++;
 	}
 }
 
-const struct route *route_lookup(const struct route_index *ix, const char *path, size_t pn,
-				 struct http_span *ver, struct http_span *rest)
+const struct httproute *httproute_lookup(const struct httproute_index *ix, const char *path,
+					 size_t pn, struct http_span *ver, struct http_span *rest)
 {
 	for (uint32_t h = path_hash(path, pn);; h++) {
-		unsigned k = ix->slot[h & (ROUTE_INDEX_SLOTS - 1)];
+		unsigned k = ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)];
 		if (!k)
 			break;
 		const char *pat = ix->t[k - 1].pattern;
@@ -110,10 +110,10 @@ const struct route *route_lookup(const struct route_index *ix, const char *path,
 			return &ix->t[k - 1];
 		}
 	}
-	return route_find(ix->t, ix->n, path, pn, ver, rest);
+	return httproute_find(ix->t, ix->n, path, pn, ver, rest);
 }
 
-size_t route_merge_slashes(const char *path, size_t n, char *out)
+size_t httproute_merge_slashes(const char *path, size_t n, char *out)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -124,13 +124,13 @@ size_t route_merge_slashes(const char *path, size_t n, char *out)
 	return o;
 }
 
-unsigned route_method_bit(enum http_method m)
+unsigned httproute_method_bit(enum http_method m)
 {
 	switch (m) {
-	case HTTP_M_GET: return ROUTE_GET;
-	case HTTP_M_HEAD: return ROUTE_HEAD;
-	case HTTP_M_POST: return ROUTE_POST;
-	case HTTP_M_PUT: return ROUTE_PUT;
+	case HTTP_M_GET: return HTTPROUTE_GET;
+	case HTTP_M_HEAD: return HTTPROUTE_HEAD;
+	case HTTP_M_POST: return HTTPROUTE_POST;
+	case HTTP_M_PUT: return HTTPROUTE_PUT;
 	default: return 0;
 	}
 }

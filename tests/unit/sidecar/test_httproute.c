@@ -1,4 +1,4 @@
-/* route: the matcher as a byte table — literal patterns, the {v} version
+/* httproute: the matcher as a byte table — literal patterns, the {v} version
  * segment with its validator, the trailing '*', first match wins — every
  * path given as an exact-size heap copy (no NUL after it, so a read past
  * the end shows under ASan), and every truncated prefix of each matching
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "route.h"
+#include "httproute.h"
 
 static int ver_date(const char *v, size_t n)
 {
@@ -39,19 +39,19 @@ static void h(struct call *c)
 }
 
 /* The routes' order matters: the first match wins. */
-static const struct route table[] = {
-	{ROUTE_READ, 0, "/healthz", NULL, h, 0},                       /* 0 */
-	{ROUTE_READ, 0, "/v1/meta-data", NULL, h, 1},                  /* 1 */
-	{ROUTE_PUT, ROUTE_OPENS, "/v1/session", NULL, h, 2},           /* 2 */
-	{ROUTE_READ, 0, "/os", NULL, h, 3},                            /* 3 */
-	{ROUTE_READ, 0, "/os/{v}", ver_date, h, 4},                    /* 4 */
-	{ROUTE_READ, 0, "/os/{v}/", ver_date, h, 5},                   /* 5 */
-	{ROUTE_READ, 0, "/os/{v}/meta_data.json", ver_date, h, 6},     /* 6 */
-	{ROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 7},           /* 7 */
-	{ROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 8},             /* 8 */
-	{ROUTE_READ, 0, "/any/{v}/x", ver_any, h, 9},                  /* 9 */
-	{ROUTE_READ, 0, "/star*", NULL, h, 10},                        /* 10 */
-	{ROUTE_READ, 0, "/{v}", NULL, h, 11},                          /* 11: no validator, never */
+static const struct httproute table[] = {
+	{HTTPROUTE_READ, 0, "/healthz", NULL, h, 0},                       /* 0 */
+	{HTTPROUTE_READ, 0, "/v1/meta-data", NULL, h, 1},                  /* 1 */
+	{HTTPROUTE_PUT, HTTPROUTE_OPENS, "/v1/session", NULL, h, 2},           /* 2 */
+	{HTTPROUTE_READ, 0, "/os", NULL, h, 3},                            /* 3 */
+	{HTTPROUTE_READ, 0, "/os/{v}", ver_date, h, 4},                    /* 4 */
+	{HTTPROUTE_READ, 0, "/os/{v}/", ver_date, h, 5},                   /* 5 */
+	{HTTPROUTE_READ, 0, "/os/{v}/meta_data.json", ver_date, h, 6},     /* 6 */
+	{HTTPROUTE_READ, 0, "/{v}/meta-data/*", ver_date, h, 7},           /* 7 */
+	{HTTPROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 8},             /* 8 */
+	{HTTPROUTE_READ, 0, "/any/{v}/x", ver_any, h, 9},                  /* 9 */
+	{HTTPROUTE_READ, 0, "/star*", NULL, h, 10},                        /* 10 */
+	{HTTPROUTE_READ, 0, "/{v}", NULL, h, 11},                          /* 11: no validator, never */
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -105,7 +105,7 @@ static int span_is(struct http_span s, const char *want)
 	return s.p && s.n == strlen(want) && memcmp(s.p, want, s.n) == 0;
 }
 
-static void test_route_table(void **state)
+static void test_httproute_table(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -115,7 +115,7 @@ static void test_route_table(void **state)
 		assert_non_null(p);
 		memcpy(p, c->path, n);
 		struct http_span ver, rest;
-		const struct route *r = route_find(table, N, p, n, &ver, &rest);
+		const struct httproute *r = httproute_find(table, N, p, n, &ver, &rest);
 		int got = r ? (int)(r - table) : -1;
 		if (got != c->route)
 			fail_msg("\"%s\": route %d, want %d", c->path, got, c->route);
@@ -131,7 +131,7 @@ static void test_route_table(void **state)
 		/* No prefix of a path matches its route with the same captures. */
 		for (size_t k = 0; got >= 0 && k < n; k++) {
 			struct http_span v2, r2;
-			const struct route *rk = route_find(table, N, p, k, &v2, &r2);
+			const struct httproute *rk = httproute_find(table, N, p, k, &v2, &r2);
 			if (rk == r && !table[got].ver_ok && strchr(table[got].pattern, '*') == NULL)
 				fail_msg("\"%s\": its %zu-byte prefix matches route %d too", c->path, k,
 					 got);
@@ -142,93 +142,93 @@ static void test_route_table(void **state)
 
 /* The exact-path index answers as the walk does, on every case and every
  * prefix of each. */
-static void test_route_index_agrees(void **state)
+static void test_httproute_index_agrees(void **state)
 {
 	(void)state;
-	struct route_index ix;
-	route_index_build(&ix, table, N);
+	struct httproute_index ix;
+	httproute_index_build(&ix, table, N);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *path = cases[i].path;
 		for (size_t k = 0; k <= strlen(path); k++) {
 			struct http_span v1, r1, v2, r2;
-			const struct route *a = route_find(table, N, path, k, &v1, &r1);
-			const struct route *b = route_lookup(&ix, path, k, &v2, &r2);
+			const struct httproute *a = httproute_find(table, N, path, k, &v1, &r1);
+			const struct httproute *b = httproute_lookup(&ix, path, k, &v2, &r2);
 			if (a != b || v1.p != v2.p || v1.n != v2.n || r1.p != r2.p || r1.n != r2.n)
 				fail_msg("\"%.*s\": the index differs from the walk", (int)k, path);
 		}
 	}
 }
 
-static const struct route shadow[] = {
-	{ROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 0}, /* answers /latest/meta-data */
-	{ROUTE_READ, 0, "/latest/meta-data", NULL, h, 1},  /* never reached */
-	{ROUTE_READ, 0, "/plain", NULL, h, 2},
-	{ROUTE_READ, 0, "/plain", NULL, h, 3},             /* a second one: never reached */
-	{ROUTE_READ, 0, "/pl*", NULL, h, 4},
+static const struct httproute shadow[] = {
+	{HTTPROUTE_READ, 0, "/{v}/meta-data", ver_date, h, 0}, /* answers /latest/meta-data */
+	{HTTPROUTE_READ, 0, "/latest/meta-data", NULL, h, 1},  /* never reached */
+	{HTTPROUTE_READ, 0, "/plain", NULL, h, 2},
+	{HTTPROUTE_READ, 0, "/plain", NULL, h, 3},             /* a second one: never reached */
+	{HTTPROUTE_READ, 0, "/pl*", NULL, h, 4},
 };
 
 /* An exact route that an earlier route matches is not indexed; a path that
  * only begins like an exact route, or holds a NUL, is not taken for it. */
-static void test_route_index_order(void **state)
+static void test_httproute_index_order(void **state)
 {
 	(void)state;
-	struct route_index ix;
-	route_index_build(&ix, shadow, 5);
+	struct httproute_index ix;
+	httproute_index_build(&ix, shadow, 5);
 	struct http_span v, r;
-	assert_ptr_equal(route_lookup(&ix, "/latest/meta-data", 17, &v, &r), &shadow[0]);
+	assert_ptr_equal(httproute_lookup(&ix, "/latest/meta-data", 17, &v, &r), &shadow[0]);
 	assert_true(span_is(v, "latest"));
-	assert_ptr_equal(route_lookup(&ix, "/plain", 6, &v, &r), &shadow[2]);
+	assert_ptr_equal(httproute_lookup(&ix, "/plain", 6, &v, &r), &shadow[2]);
 	assert_true(span_is(v, NULL) && span_is(r, NULL));
-	assert_ptr_equal(route_lookup(&ix, "/plai", 5, &v, &r), &shadow[4]);
-	assert_ptr_equal(route_lookup(&ix, "/plainx", 7, &v, &r), &shadow[4]);
-	assert_ptr_equal(route_lookup(&ix, "/plain\0x", 8, &v, &r), &shadow[4]);
+	assert_ptr_equal(httproute_lookup(&ix, "/plai", 5, &v, &r), &shadow[4]);
+	assert_ptr_equal(httproute_lookup(&ix, "/plainx", 7, &v, &r), &shadow[4]);
+	assert_ptr_equal(httproute_lookup(&ix, "/plain\0x", 8, &v, &r), &shadow[4]);
 	assert_true(r.p != NULL && r.n == 5);
-	assert_null(route_lookup(&ix, "/pain", 5, &v, &r));
+	assert_null(httproute_lookup(&ix, "/pain", 5, &v, &r));
 }
 
 /* More exact routes than the index holds: the rest are found by the walk. */
-static void test_route_index_full(void **state)
+static void test_httproute_index_full(void **state)
 {
 	(void)state;
-	enum { MANY = ROUTE_INDEX_SLOTS + 44 };
+	enum { MANY = HTTPROUTE_INDEX_SLOTS + 44 };
 	static char names[MANY][8];
-	static struct route many[MANY];
+	static struct httproute many[MANY];
 	for (unsigned i = 0; i < MANY; i++) {
 		snprintf(names[i], sizeof(names[i]), "/r%u", i);
-		many[i] = (struct route){ROUTE_READ, 0, names[i], NULL, h, i};
+		many[i] = (struct httproute){HTTPROUTE_READ, 0, names[i], NULL, h, i};
 	}
-	struct route_index ix;
-	route_index_build(&ix, many, MANY);
+	struct httproute_index ix;
+	httproute_index_build(&ix, many, MANY);
 	unsigned indexed = 0;
-	for (unsigned i = 0; i < ROUTE_INDEX_SLOTS; i++)
+	for (unsigned i = 0; i < HTTPROUTE_INDEX_SLOTS; i++)
 		indexed += ix.slot[i] != 0;
-	assert_int_equal(indexed, ROUTE_INDEX_SLOTS / 2);
+	assert_int_equal(indexed, HTTPROUTE_INDEX_SLOTS / 2);
 	for (unsigned i = 0; i < MANY; i++) {
 		struct http_span v, r;
-		assert_ptr_equal(route_lookup(&ix, names[i], strlen(names[i]), &v, &r), &many[i]);
+		assert_ptr_equal(httproute_lookup(&ix, names[i], strlen(names[i]), &v, &r), &many[i]);
 	}
 }
 
 static void test_method_bits(void **state)
 {
 	(void)state;
-	assert_int_equal(route_method_bit(HTTP_M_GET), ROUTE_GET);
-	assert_int_equal(route_method_bit(HTTP_M_HEAD), ROUTE_HEAD);
-	assert_int_equal(route_method_bit(HTTP_M_POST), ROUTE_POST);
-	assert_int_equal(route_method_bit(HTTP_M_PUT), ROUTE_PUT);
-	assert_int_equal(route_method_bit(HTTP_M_OTHER), 0);
+	assert_int_equal(httproute_method_bit(HTTP_M_GET), HTTPROUTE_GET);
+	assert_int_equal(httproute_method_bit(HTTP_M_HEAD), HTTPROUTE_HEAD);
+	assert_int_equal(httproute_method_bit(HTTP_M_POST), HTTPROUTE_POST);
+	assert_int_equal(httproute_method_bit(HTTP_M_PUT), HTTPROUTE_PUT);
+	assert_int_equal(httproute_method_bit(HTTP_M_OTHER), 0);
 	/* every bit distinct */
-	unsigned all = ROUTE_GET | ROUTE_HEAD | ROUTE_POST | ROUTE_PUT;
+	unsigned all = HTTPROUTE_GET | HTTPROUTE_HEAD | HTTPROUTE_POST | HTTPROUTE_PUT;
 	assert_int_equal(__builtin_popcount(all), 4);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route_table),
-		cmocka_unit_test(test_route_index_agrees),
-		cmocka_unit_test(test_route_index_order),
-		cmocka_unit_test(test_route_index_full),
+		cmocka_unit_test(test_httproute_table),
+		cmocka_unit_test(test_httproute_index_agrees),
+		cmocka_unit_test(test_httproute_index_order),
+		cmocka_unit_test(test_httproute_index_full),
 		cmocka_unit_test(test_method_bits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

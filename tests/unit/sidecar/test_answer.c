@@ -1,4 +1,4 @@
-/* call: the answer helpers every layout's handler uses (call.c): the data
+/* answer: the answer helpers every layout's handler uses (answer.c): the data
  * answer with its ETag or a 304, the blob answer without one, rendering
  * and JSON fields, the request's headers (one value or many, proxies),
  * If-None-Match, and query parameters.  The byte tables (query, INM) and
@@ -20,7 +20,7 @@
 
 #include "handler.h"
 
-/* ---- call_query_param ------------------------------------------------------------ */
+/* ---- answer_query_param ------------------------------------------------------------ */
 
 struct q_case {
 	const char *name;
@@ -89,7 +89,7 @@ static void test_query_param_table(void **state)
 		assert_non_null(out);
 		memcpy(q, c->q, qn);
 		memset(out, 'Z', c->cap);
-		int rc = call_query_param(q, qn, c->key, out, c->cap);
+		int rc = answer_query_param(q, qn, c->key, out, c->cap);
 		int ok = rc == c->rc &&
 			 (rc < 0 || ((size_t)rc == c->outlen && memcmp(out, c->out, c->outlen) == 0 &&
 				     out[rc] == '\0'));
@@ -98,7 +98,7 @@ static void test_query_param_table(void **state)
 		free(q);
 		free(out);
 		if (!ok)
-			fail_msg("%s: call_query_param(\"%s\", \"%s\", cap %zu) = %d \"%s\", want %d",
+			fail_msg("%s: answer_query_param(\"%s\", \"%s\", cap %zu) = %d \"%s\", want %d",
 				 c->name, c->q, c->key, c->cap, rc, got, c->rc);
 	}
 }
@@ -110,7 +110,7 @@ static void test_query_param_cap0(void **state)
 {
 	(void)state;
 	char guard[2] = {'Z', 'Z'};
-	int rc = call_query_param("audience=", 9, "audience", guard, 0);
+	int rc = answer_query_param("audience=", 9, "audience", guard, 0);
 	if (guard[0] != 'Z')
 		fail_msg("cap 0: wrote 0x%02x to out[0] (rc %d)", (unsigned char)guard[0], rc);
 	if (rc != -ENOSPC)
@@ -150,7 +150,7 @@ static void test_if_none_match_table(void **state)
 		rq.hname[0] = (struct http_span){"If-None-Match", 13};
 		rq.hvalue[0] = (struct http_span){cases[i].v, strlen(cases[i].v)};
 		rq.nheaders = 1;
-		if (call_inm_match(&rq, tag) != cases[i].match)
+		if (answer_req_inm_match(&rq, tag) != cases[i].match)
 			fail_msg("'%s': %d, want %d", cases[i].v, !cases[i].match, cases[i].match);
 	}
 	/* Several fields: any one may match; other headers are not looked at. */
@@ -163,12 +163,12 @@ static void test_if_none_match_table(void **state)
 	rq.hname[2] = (struct http_span){"If-Match", 8};
 	rq.hvalue[2] = (struct http_span){"*", 1};
 	rq.nheaders = 3;
-	assert_int_equal(call_inm_match(&rq, tag), 1);
+	assert_int_equal(answer_req_inm_match(&rq, tag), 1);
 	rq.nheaders = 1;
-	assert_int_equal(call_inm_match(&rq, tag), 0);
+	assert_int_equal(answer_req_inm_match(&rq, tag), 0);
 	rq.hname[0] = (struct http_span){"If-Match", 8};
 	rq.hvalue[0] = (struct http_span){"*", 1};
-	assert_int_equal(call_inm_match(&rq, tag), 0);
+	assert_int_equal(answer_req_inm_match(&rq, tag), 0);
 }
 
 /* ---- the answers, on a hand-built call ------------------------------------------------ */
@@ -191,7 +191,7 @@ static void hand_init(struct hand *h, const char *inm)
 	h->c.res = &h->res;
 }
 
-static void test_call_data(void **state)
+static void test_answer_data(void **state)
 {
 	(void)state;
 	struct blob *b = blob_new("hello\n", 6);
@@ -201,7 +201,7 @@ static void test_call_data(void **state)
 
 	struct hand h;
 	hand_init(&h, NULL);
-	call_data(&h.c, "text/plain", b);
+	answer_data(&h.c, "text/plain", b);
 	assert_int_equal(h.res.status, 200);
 	assert_string_equal(h.res.content_type, "text/plain");
 	assert_ptr_equal(h.res.blob, b);
@@ -214,7 +214,7 @@ static void test_call_data(void **state)
 	/* The client has these bytes: 304, the tag, no body, no type, and the
 	 * reference given back. */
 	hand_init(&h, tag);
-	call_data(&h.c, "text/plain", b);
+	answer_data(&h.c, "text/plain", b);
 	assert_int_equal(h.res.status, 304);
 	assert_null(h.res.content_type);
 	assert_null(h.res.blob);
@@ -225,14 +225,14 @@ static void test_call_data(void **state)
 
 	/* Another tag: the whole answer. */
 	hand_init(&h, "\"0000000000000000\"");
-	call_data(&h.c, "text/plain", b);
+	answer_data(&h.c, "text/plain", b);
 	assert_int_equal(h.res.status, 200);
 	blob_unref(h.res.blob);
 	blob_unref(b);
 
 	/* No bytes: an empty 200 with the empty input's tag. */
 	hand_init(&h, NULL);
-	call_data(&h.c, "text/plain", NULL);
+	answer_data(&h.c, "text/plain", NULL);
 	assert_int_equal(h.res.status, 200);
 	assert_non_null(h.res.body);
 	assert_int_equal(h.res.body_len, 0);
@@ -240,19 +240,19 @@ static void test_call_data(void **state)
 
 	/* Text that lives until the handler returns: the same rule. */
 	hand_init(&h, NULL);
-	call_data_text(&h.c, "application/json", "{}", 2);
+	answer_data_text(&h.c, "application/json", "{}", 2);
 	assert_int_equal(h.res.status, 200);
 	assert_int_equal(h.res.body_len, 2);
 	assert_true(h.c.tag == blob_hash("{}", 2));
 	snprintf(tag, sizeof(tag), "\"%016llx\"", (unsigned long long)blob_hash("{}", 2));
 	hand_init(&h, tag);
-	call_data_text(&h.c, "application/json", "{}", 2);
+	answer_data_text(&h.c, "application/json", "{}", 2);
 	assert_int_equal(h.res.status, 304);
 	assert_int_equal(h.res.body_len, 0);
 	assert_null(h.res.content_type);
 }
 
-static void test_call_blob(void **state)
+static void test_answer_blob(void **state)
 {
 	(void)state;
 	struct blob *b = blob_new("x", 1);
@@ -261,7 +261,7 @@ static void test_call_blob(void **state)
 	struct hand h;
 	/* No validator: a matching If-None-Match changes nothing. */
 	hand_init(&h, tag);
-	call_blob(&h.c, "application/octet-stream", b);
+	answer_blob(&h.c, "application/octet-stream", b);
 	assert_int_equal(h.res.status, 200);
 	assert_ptr_equal(h.res.blob, b);
 	assert_int_equal(h.res.extra_len, 0);
@@ -269,7 +269,7 @@ static void test_call_blob(void **state)
 	blob_unref(h.res.blob);
 	blob_unref(b);
 	hand_init(&h, NULL);
-	call_blob(&h.c, "text/plain", NULL);
+	answer_blob(&h.c, "text/plain", NULL);
 	assert_int_equal(h.res.status, 200);
 	assert_null(h.res.blob);
 	assert_non_null(h.res.body);
@@ -282,15 +282,15 @@ static void test_render_and_json_field(void **state)
 	char buf[128];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
 	sbuf_putc(&b, '{');
-	call_json_field(&b, "a", "plain", 0);
-	call_json_field(&b, "b", "q\"\\\n\x01", 1);
-	call_json_field(&b, "c", NULL, 1);
+	answer_json_field(&b, "a", "plain", 0);
+	answer_json_field(&b, "b", "q\"\\\n\x01", 1);
+	answer_json_field(&b, "c", NULL, 1);
 	sbuf_putc(&b, '}');
 	const char *want = "{\"a\":\"plain\",\"b\":\"q\\\"\\\\\\n\\u0001\",\"c\":\"\"}";
 	assert_false(b.overflow);
 	assert_int_equal(b.len, strlen(want));
 	assert_memory_equal(b.p, want, b.len);
-	struct blob *r = call_render(&b);
+	struct blob *r = answer_render(&b);
 	assert_non_null(r);
 	assert_int_equal(r->len, b.len);
 	assert_memory_equal(r->data, want, r->len);
@@ -298,9 +298,9 @@ static void test_render_and_json_field(void **state)
 	/* Overflowed: never a cut answer. */
 	char small[8];
 	b = (struct sbuf)SBUF_INIT(small, sizeof(small));
-	call_json_field(&b, "key", "a value too long", 0);
+	answer_json_field(&b, "key", "a value too long", 0);
 	assert_true(b.overflow);
-	assert_null(call_render(&b));
+	assert_null(answer_render(&b));
 }
 
 static void test_headers(void **state)
@@ -316,28 +316,28 @@ static void test_headers(void **state)
 	rq.hvalue[2] = (struct http_span){"2", 1};
 	rq.nheaders = 3;
 	int many = -1;
-	const struct http_span *v = call_header(&rq, "metadata", &many);
+	const struct http_span *v = answer_req_header(&rq, "metadata", &many);
 	assert_non_null(v);
 	assert_int_equal(many, 0);
 	assert_int_equal(v->n, 4);
 	assert_memory_equal(v->p, "true", 4);
-	v = call_header(&rq, "x-twice", &many);
+	v = answer_req_header(&rq, "x-twice", &many);
 	assert_non_null(v);
 	assert_int_equal(many, 1);
 	many = -1;
-	assert_null(call_header(&rq, "metadata-flavor", &many));
+	assert_null(answer_req_header(&rq, "metadata-flavor", &many));
 	assert_int_equal(many, 0);
-	assert_int_equal(call_forwarded(&rq), 0);
+	assert_int_equal(answer_req_forwarded(&rq), 0);
 	static const char *const proxy[] = {"X-Forwarded-For", "Forwarded", "x-forwarded-for", "FORWARDED"};
 	for (size_t i = 0; i < 4; i++) {
 		rq.hname[3] = (struct http_span){proxy[i], strlen(proxy[i])};
 		rq.hvalue[3] = (struct http_span){"", 0}; /* even empty */
 		rq.nheaders = 4;
-		if (call_forwarded(&rq) != 1)
+		if (answer_req_forwarded(&rq) != 1)
 			fail_msg("%s: not seen as a proxy", proxy[i]);
 	}
 	rq.hname[3] = (struct http_span){"X-Forwarded-Host", 16};
-	assert_int_equal(call_forwarded(&rq), 0);
+	assert_int_equal(answer_req_forwarded(&rq), 0);
 }
 
 /* ---- ETags through the handler, on every data path ----------------------------------------- */
@@ -416,8 +416,8 @@ int main(void)
 		cmocka_unit_test(test_query_param_table),
 		cmocka_unit_test(test_query_param_cap0),
 		cmocka_unit_test(test_if_none_match_table),
-		cmocka_unit_test(test_call_data),
-		cmocka_unit_test(test_call_blob),
+		cmocka_unit_test(test_answer_data),
+		cmocka_unit_test(test_answer_blob),
 		cmocka_unit_test(test_render_and_json_field),
 		cmocka_unit_test(test_headers),
 		T(test_etags),

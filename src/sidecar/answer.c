@@ -1,4 +1,4 @@
-#include "call.h"
+#include "answer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 /* ---- answers ---------------------------------------------------------------- */
 
-void call_blob(struct call *c, const char *ctype, struct blob *b)
+void answer_blob(struct call *c, const char *ctype, struct blob *b)
 {
 	struct http_response *res = c->res;
 	res->status = 200;
@@ -22,12 +22,12 @@ void call_blob(struct call *c, const char *ctype, struct blob *b)
 	}
 }
 
-struct blob *call_render(const struct sbuf *b)
+struct blob *answer_render(const struct sbuf *b)
 {
 	return b->overflow ? NULL : blob_new(b->p, b->len);
 }
 
-void call_json_field(struct sbuf *b, const char *key, const char *v, int comma)
+void answer_json_field(struct sbuf *b, const char *key, const char *v, int comma)
 {
 	sbuf_printf(b, "%s\"%s\":\"", comma ? "," : "", key);
 	if (v)
@@ -71,7 +71,7 @@ static int inm_lists(const struct http_request *req, const char want[18])
 	return 0;
 }
 
-int call_inm_match(const struct http_request *req, uint64_t tag)
+int answer_req_inm_match(const struct http_request *req, uint64_t tag)
 {
 	char want[19];
 	blob_tag_text(tag, want);
@@ -104,16 +104,16 @@ static void tagged_bytes(struct call *c, const char *p, size_t n)
 	tagged(c, tag, t);
 }
 
-void call_data(struct call *c, const char *ctype, struct blob *b)
+void answer_data(struct call *c, const char *ctype, struct blob *b)
 {
-	call_blob(c, ctype, b);
+	answer_blob(c, ctype, b);
 	if (b)
 		tagged(c, blob_tag(b), blob_etag(b));
 	else
 		tagged_bytes(c, "", 0);
 }
 
-void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
+void answer_data_text(struct call *c, const char *ctype, const char *p, size_t n)
 {
 	http_res_text(c->res, 200, ctype, p, n);
 	tagged_bytes(c, p, n);
@@ -121,7 +121,8 @@ void call_data_text(struct call *c, const char *ctype, const char *p, size_t n)
 
 /* ---- reading the request ------------------------------------------------------ */
 
-const struct http_span *call_header(const struct http_request *req, const char *name, int *many)
+const struct http_span *answer_req_header(const struct http_request *req, const char *name,
+					  int *many)
 {
 	unsigned count = 0;
 	const struct http_span *v = http_req_header(req, name, &count);
@@ -129,12 +130,12 @@ const struct http_span *call_header(const struct http_request *req, const char *
 	return v;
 }
 
-int call_forwarded(const struct http_request *req)
+int answer_req_forwarded(const struct http_request *req)
 {
 	return http_req_header(req, "x-forwarded-for", NULL) || http_req_header(req, "forwarded", NULL);
 }
 
-int call_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
+int answer_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
 {
 	size_t klen = strlen(key);
 	size_t i = 0;

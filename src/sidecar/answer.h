@@ -1,13 +1,14 @@
-/* call: one request being answered, as every layout's handler sees it.
+/* answer: one request being answered, as every layout's handler sees it
+ * (struct call, a handler's call), and the helpers that answer it.
  *
  * The wiring (imds.c) matches the route, checks the rules the route names
  * and hands its handler a call: the parsed request, the response to fill,
  * the parts of the path the route captured, and the handler's own state.
- * Data answers go through call_data(), which adds the ETag, answers 304
+ * Data answers go through answer_data(), which adds the ETag, answers 304
  * when the client has the bytes already, and records the tag a
  * ?wait_for_change request compares. */
-#ifndef IMDS_CALL_H
-#define IMDS_CALL_H
+#ifndef IMDS_ANSWER_H
+#define IMDS_ANSWER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -28,28 +29,29 @@ struct call {
 /* 200 with b's bytes (NULL: an empty body) and its ETag, or 304 when an
  * If-None-Match of the request lists that tag.  b is borrowed: the
  * response takes its own reference. */
-void call_data(struct call *c, const char *ctype, struct blob *b);
+void answer_data(struct call *c, const char *ctype, struct blob *b);
 /* The same for bytes that live until the handler returns. */
-void call_data_text(struct call *c, const char *ctype, const char *p, size_t n);
+void answer_data_text(struct call *c, const char *ctype, const char *p, size_t n);
 /* 200 with b's bytes (NULL: empty), no validator. */
-void call_blob(struct call *c, const char *ctype, struct blob *b);
+void answer_blob(struct call *c, const char *ctype, struct blob *b);
 
 /* A rendered answer as a blob: NULL when b overflowed, or on ENOMEM. */
-struct blob *call_render(const struct sbuf *b);
+struct blob *answer_render(const struct sbuf *b);
 /* ,"key":"v" (without the comma when first), v JSON-escaped; NULL as "". */
-void call_json_field(struct sbuf *b, const char *key, const char *v, int comma);
+void answer_json_field(struct sbuf *b, const char *key, const char *v, int comma);
 
 /* The one value of a header, or NULL when absent; *many when repeated. */
-const struct http_span *call_header(const struct http_request *req, const char *name, int *many);
+const struct http_span *answer_req_header(const struct http_request *req, const char *name,
+					  int *many);
 /* X-Forwarded-For or Forwarded: a proxy in the guest relays the request. */
-int call_forwarded(const struct http_request *req);
+int answer_req_forwarded(const struct http_request *req);
 
 /* 1 when an If-None-Match header of req lists the ETag of tag (weak
  * comparison, as for GET) or is "*". */
-int call_inm_match(const struct http_request *req, uint64_t tag);
+int answer_req_inm_match(const struct http_request *req, uint64_t tag);
 
 /* The decoded value of key in a query string (percent-decoding, '+' as
  * space).  Length, -ENOENT when absent, -EINVAL on a bad escape, -ENOSPC. */
-int call_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap);
+int answer_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap);
 
 #endif

@@ -1,4 +1,6 @@
-/* route: the sidecar's route table, matched against a request's path.
+/* httproute: the sidecar's HTTP route table, matched against a request's
+ * path (the kernel's routes the network half writes are nl.c's and
+ * plumb.c's).
  *
  * A route is a method set, a path pattern, the header rules the wiring
  * checks before its handler runs, and the handler with the offset of its
@@ -11,8 +13,8 @@
  * caller answers 405 when the method is not among the route's.
  *
  * Pure: bytes in, a route and spans out; no allocation. */
-#ifndef IMDS_ROUTE_H
-#define IMDS_ROUTE_H
+#ifndef IMDS_HTTPROUTE_H
+#define IMDS_HTTPROUTE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,72 +22,73 @@
 #include "http_parse.h"
 
 struct call;
-typedef void route_fn(struct call *c);
+typedef void httproute_fn(struct call *c);
 /* 1 when v[0..n) is a version this route serves. */
-typedef int route_ver_fn(const char *v, size_t n);
+typedef int httproute_ver_fn(const char *v, size_t n);
 
-enum route_method {
-	ROUTE_GET = 1 << 0,
-	ROUTE_HEAD = 1 << 1,
-	ROUTE_POST = 1 << 2,
-	ROUTE_PUT = 1 << 3,
+enum httproute_method {
+	HTTPROUTE_GET = 1 << 0,
+	HTTPROUTE_HEAD = 1 << 1,
+	HTTPROUTE_POST = 1 << 2,
+	HTTPROUTE_PUT = 1 << 3,
 };
-#define ROUTE_READ (ROUTE_GET | ROUTE_HEAD)
+#define HTTPROUTE_READ (HTTPROUTE_GET | HTTPROUTE_HEAD)
 
-enum route_rule {
+enum httproute_rule {
 	/* Kubernetes credentials: the exact header Metadata: true, no proxy
 	 * headers (403), Cache-Control: no-store. */
-	ROUTE_GUARD = 1 << 0,
+	HTTPROUTE_GUARD = 1 << 0,
 	/* With IMDS_SESSION=required, 401 without a session token. */
-	ROUTE_GATED = 1 << 1,
+	HTTPROUTE_GATED = 1 << 1,
 	/* Opens a session: answered before any token check or wait. */
-	ROUTE_OPENS = 1 << 2,
+	HTTPROUTE_OPENS = 1 << 2,
 	/* GCE's rule (events.c's ev_gce_flavor): every answer says
 	 * Metadata-Flavor: Google; a request without that exact header, or with
 	 * proxy headers, gets 403. */
-	ROUTE_FLAVOR = 1 << 3,
+	HTTPROUTE_FLAVOR = 1 << 3,
 };
 
-struct route {
-	unsigned methods;      /* enum route_method bits */
-	unsigned rules;        /* enum route_rule bits */
+struct httproute {
+	unsigned methods;         /* enum httproute_method bits */
+	unsigned rules;           /* enum httproute_rule bits */
 	const char *pattern;
-	route_ver_fn *ver_ok;  /* for {v}; NULL when the pattern has none */
-	route_fn *fn;
-	size_t self;           /* offset of the handler's state in the owner */
+	httproute_ver_fn *ver_ok; /* for {v}; NULL when the pattern has none */
+	httproute_fn *fn;
+	size_t self;              /* offset of the handler's state in the owner */
 };
 
 /* The first route of t[0..n) whose pattern matches path[0..pn), or NULL.
  * ver and rest get the spans of path the wildcards matched ({NULL, 0}
  * when the pattern has none). */
-const struct route *route_find(const struct route *t, size_t n, const char *path, size_t pn,
-			       struct http_span *ver, struct http_span *rest);
+const struct httproute *httproute_find(const struct httproute *t, size_t n, const char *path,
+				       size_t pn, struct http_span *ver, struct http_span *rest);
 
 /* The routes found by a path's exact bytes: each route whose pattern has
  * no wildcard and that no earlier route of its table matches, in an open
- * hash of the pattern.  route_lookup answers as route_find does, and for
- * those paths (most requests) without walking the table. */
-#define ROUTE_INDEX_SLOTS 256 /* a power of two; at most half are filled */
-struct route_index {
-	const struct route *t;
+ * hash of the pattern.  httproute_lookup answers as httproute_find does,
+ * and for those paths (most requests) without walking the table. */
+#define HTTPROUTE_INDEX_SLOTS 256 /* a power of two; at most half are filled */
+struct httproute_index {
+	const struct httproute *t;
 	size_t n;
-	uint16_t slot[ROUTE_INDEX_SLOTS]; /* route number + 1; 0: empty */
+	uint16_t slot[HTTPROUTE_INDEX_SLOTS]; /* route number + 1; 0: empty */
 };
 
 /* Indexes t[0..n) (borrowed: it must outlive ix).  A table with more exact
  * routes than half the slots gets an index of the first of them; lookups
  * stay right, the rest are found by the walk. */
-void route_index_build(struct route_index *ix, const struct route *t, size_t n);
-/* route_find(ix->t, ix->n, path, pn, ver, rest), the same route and spans. */
-const struct route *route_lookup(const struct route_index *ix, const char *path, size_t pn,
-				 struct http_span *ver, struct http_span *rest);
+void httproute_index_build(struct httproute_index *ix, const struct httproute *t, size_t n);
+/* httproute_find(ix->t, ix->n, path, pn, ver, rest): the same route and
+ * spans. */
+const struct httproute *httproute_lookup(const struct httproute_index *ix, const char *path,
+					 size_t pn, struct http_span *ver, struct http_span *rest);
 
 /* path[0..n) with every run of '/' made one (nginx's merge_slashes, on by
  * default there: "/v1//meta-data" is "/v1/meta-data"), into out (room for
  * n bytes; it may be path itself).  The length written. */
-size_t route_merge_slashes(const char *path, size_t n, char *out);
+size_t httproute_merge_slashes(const char *path, size_t n, char *out);
 
-/* The route_method bit of an HTTP method; 0 for others. */
-unsigned route_method_bit(enum http_method m);
+/* The httproute_method bit of an HTTP method; 0 for others. */
+unsigned httproute_method_bit(enum http_method m);
 
 #endif
