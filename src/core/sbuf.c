@@ -61,7 +61,7 @@ void sbuf_put_u(struct sbuf *b, unsigned long long v)
 	}
 	char *d = b->p + b->len + n;
 	while (v >= 100) {
-		unsigned r = (unsigned)(v % 100);
+		size_t r = (size_t)(v % 100);
 		v /= 100;
 		d -= 2;
 		d[0] = pairs[2 * r];
