@@ -22,6 +22,7 @@ fi
 
 STATE=$NET_TMP/state
 mkdir -p "$STATE"
+chmod 0777 "$STATE" # an emptyDir, as the kubelet makes it: the sidecar may run as UID 107
 # shellcheck disable=SC2054 # IMDS_INTERFACES is a comma-separated list
 ENVS=(IMDS_INTERFACES=default:masquerade:tap0,sriov-net:sriov IMDS_STATE_DIR="$STATE"
 	IMDS_AVAILABILITY_ZONE=eu-west-1b)

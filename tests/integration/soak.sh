@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # imds-variants: debug asan (VmRSS growth is judged in the debug build, sanitizer reports in ASan)
+# imds-net-mode: agent
 # The soak (issue 14): for SOAK_SECONDS (make test: 30; make soak: 600), at
 # the same time
 #   - a guest's mix of requests (tests/lib/soak.py guest) to `imds-server run`
 #     in a pod netns, link-local guest with all.arp_ignore=8 (every request
-#     needs the sidecar's ARP responder),
+#     needs the ARP responder: imds-node's, the sidecar running as the
+#     cluster runs it, UID 107 with no capability, tests/lib/netns.sh),
 #   - the token and the user-data rotated by kubelet's ..data swap, each new
 #     value unique, the old timestamped folder removed as kubelet does,
-#   - the sidecar's plumbing removed (veth-imds deleted, or its nf_tables
-#     steering), which it restores,
+#   - the pod's plumbing removed (veth-imds deleted, or its nf_tables
+#     steering), which imds-node restores,
 #   - ARP floods from the guest (bench/arp_flood.c),
 #   - slow clients that trickle their headers (the header timeout closes them),
 #   - admission reviews over TLS to imds-webhook while its certificate is
 #     rotated by the ..data swap.
-# At the end: no descriptor growth, no memory growth (VmRSS and descriptors
-# sampled every second, printed), no answer other than the expected ones
+# At the end: no descriptor growth, no memory growth in the sidecar, the
+# webhook and imds-node (VmRSS and descriptors sampled every second, printed), no answer other than the expected ones
 # (connection errors only while the plumbing is being restored), every rotated value
 # served, both servers exit 0 on SIGTERM.  (root)
 set -uo pipefail
@@ -39,7 +41,7 @@ D=$NET_TMP/soak
 mkdir -p "$D"
 WPID=
 BG=()
-trap 'for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; [[ -n "$WPID" ]] && kill -KILL "$WPID" 2>/dev/null; netns_cleanup' EXIT
+trap 'for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; [[ -n "$WPID" ]] && kill -KILL "$WPID" 2>/dev/null; declare -F podfolder_cleanup >/dev/null && podfolder_cleanup; netns_cleanup' EXIT
 
 if [[ ! -x "$WH" || ! -x "$IMDS_SERVER" ]]; then
 	not_ok "servers built ($IMDS_SERVER, $WH)"
@@ -112,6 +114,10 @@ fi
 fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 SC_FD0=$(fds "$IMDS_PID") WH_FD0=$(fds "$WPID")
+# agent mode: imds-node (the network half: the ARP answers, the restores) sampled
+# and judged as the sidecar is
+AG=()
+[[ $IMDS_NET_MODE_TEST == agent ]] && AG=("$AGENT_PID") AG_FD0=$(fds "$AGENT_PID")
 
 # --- the load --------------------------------------------------------------------------
 echo "# soak: ${SECS}s, $VARIANT build; rotations every ${ROTATE_S}s, plumbing removed every ${FLAP_S}s," \
@@ -122,6 +128,10 @@ END=$((SECONDS + SECS))
 BG+=($!)
 "$PY" "$SOAK" sample "$WPID" "$SECS" "$D/wh-samples.json" &
 BG+=($!)
+if ((${#AG[@]})); then
+	"$PY" "$SOAK" sample "${AG[0]}" "$SECS" "$D/ag-samples.json" &
+	BG+=($!)
+fi
 in_vm "$PY" "$SOAK" guest "$SECS" 40 "$D/guest.json" &
 GUEST=$!
 in_vm "$PY" "$SOAK" slow "$SECS" 16 "$D/slow.json" &
@@ -185,6 +195,7 @@ for p in "${BG[@]}"; do wait "$p" 2>/dev/null; done
 BG=()
 sleep 1 # the last connections closed by their peers are gone
 SC_FD1=$(fds "$IMDS_PID") WH_FD1=$(fds "$WPID")
+((${#AG[@]})) && AG+=("$AG_FD0" "$(fds "${AG[0]}")")
 echo "# soak ran $(awk -v a="${T0/,/.}" -v b="${EPOCHREALTIME/,/.}" 'BEGIN { printf "%.1f", b - a }')s;" \
 	"sidecar VmRSS $(rss "$IMDS_PID") kB, webhook VmRSS $(rss "$WPID") kB at the end"
 
@@ -195,7 +206,7 @@ while IFS=$'\t' read -r verdict name detail; do
 	FAIL) not_ok "$name" "$detail" ;;
 	*) echo "# $verdict${name:+ $name}${detail:+ $detail}" ;;
 	esac
-done < <("$PY" "$SOAK" judge "$D" "$VARIANT" "$SC_FD0" "$SC_FD1" "$WH_FD0" "$WH_FD1" "$HEADER_MS")
+done < <("$PY" "$SOAK" judge "$D" "$VARIANT" "$SC_FD0" "$SC_FD1" "$WH_FD0" "$WH_FD1" "$HEADER_MS" "${AG[@]:1}")
 
 n5=$(grep -acE '^[0-9TZ:-]+ [^ ]+ [A-Z]+ [^ ]+ 5[0-9][0-9] ' "$IMDS_LOG")
 expect_eq "sidecar logged no 5xx answer" 0 "$n5"

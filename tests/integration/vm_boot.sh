@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # imds-variants: debug asan (the scenarios are split between the builds: the scenario table's build column below)
+# imds-net-mode: agent
 # shellcheck source-path=SCRIPTDIR
 # Real Debian guests (hack/build-guest-image.sh: Debian 12 with cloud-init
 # 22.4, Debian 13 with cloud-init 25.1) boot under qemu (TCG) in
@@ -7,6 +8,19 @@
 # with exactly the env and file layout of the container the webhook injects
 # (tests/lib/sidecar_env.py takes them from admission_cli's own patch), and
 # with the SMBIOS serial the webhook sets on a VM.  docs/annotations.md (the serial).  (root)
+#
+# The sidecar runs as the cluster runs it (issue 29): the webhook's
+# --network-mode agent env (IMDS_NET_MODE=agent), as UID 107 with no
+# capability at all (Uid, CapEff, CapPrm, CapBnd read in /proc at each start
+# and restart), in its pod's cgroup and imds-node folder
+# (tests/lib/podfolder.sh); one imds-node for the suite, in the node's
+# namespace over a kubelet-style pods folder, builds every pod's network half
+# (veth-imds, the steering, the guard, ARP/NDP answers, the migration
+# targets, what stays across the sidecar's SIGKILLs).  The first pod's
+# sidecar starts before the agent: its startupProbe (`imds-server probe`)
+# must fail, naming the DaemonSet; qemu (compute) starts only once the probe
+# passes.  IMDS_TEST_NET_MODE=pod runs the suite with the in-pod sidecar as
+# root with NET_ADMIN instead (by hand; make test boots agent mode only).
 #
 # Each guest runs in a launcher pod built as KubeVirt builds it for its
 # binding (tests/lib/netns.sh), behind a Calico-like node whose side is
@@ -28,8 +42,8 @@
 #     same without Istio, not in the default set: the net suites have it.)
 #   linklocal: no DHCP; the guest's eth0 gets only 169.254.77.7/16 (cloud-
 #     init's network-config from the kernel command line), with
-#     net.ipv4.conf.all.arp_ignore=8 in the pod: only the sidecar's ARP
-#     responder can make 169.254.169.254 reachable.  While this guest's
+#     net.ipv4.conf.all.arp_ignore=8 in the pod: only the ARP responder
+#     (imds-node's in agent mode) can make 169.254.169.254 reachable.  While this guest's
 #     cloud-init runs, the sidecar is killed with SIGKILL twice (in the
 #     init stage, and in the final stage while runcmd polls) and started again as kubelet
 #     restarts a native sidecar: serving within 1 s, plumbing adopted, the
@@ -196,6 +210,8 @@ cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	# the agent and the sidecars, the pods' cgroups (agent mode)
+	declare -F podfolder_cleanup >/dev/null && podfolder_cleanup
 	netns_cleanup # the launchers' namespaces, Envoy, passt, captures
 	if [[ -n $work ]]; then
 		if [[ ${KEEP:-0} == 1 ]]; then echo "# kept $work"; else rm -rf "$work"; fi
@@ -258,6 +274,8 @@ if selected guest trixie && guest_image trixie; then
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/imds-vmboot.XXXXXX")"
+# the pods' files are read by their sidecars as UID 107 (agent mode)
+chmod o+x "$work"
 
 # --- the serial the webhook sets on a VM without one ----------------------------------
 if SERIAL="$("$SIDECAR_ENV" vm-serial --review "$VM_REVIEW" --admission-cli "$ADMISSION_CLI" 2>&1)"; then
@@ -385,10 +403,23 @@ for s in $SCENARIOS; do
 	scenario_run "$s"
 done
 
-if grep -aqE 'Sanitizer|runtime error' "$work"/*/imds.log 2>/dev/null; then
-	not_ok "sidecar logs free of sanitizer reports" "$(grep -aE -A20 'Sanitizer|runtime error' "$work"/*/imds.log | head -40)"
+# The agent: SIGTERM (what it reports at exit, LeakSanitizer's, is in its
+# log then), exit 0, and no pod refused.
+if [[ -n ${AGENT_PID:-} ]]; then
+	a_st=0 a_lines=$(grep -c . "$AGENT_LOG")
+	kill -TERM "$AGENT_PID" 2>/dev/null
+	wait "$AGENT_PID" || a_st=$?
+	AGENT_PID=
+	if ((a_st == 0)) && ! grep -q ': refused: ' "$AGENT_LOG"; then
+		ok "imds-node ended on SIGTERM with status 0, no pod refused ($a_lines lines: $(grep -c ': serving ' "$AGENT_LOG") serving, $(grep -c 'restored plumbing' "$AGENT_LOG") restores, $(grep -c ': sidecar pid ' "$AGENT_LOG") sidecar connections)"
+	else
+		not_ok "imds-node ended on SIGTERM with status 0, no pod refused" "status $a_st" "$(grep ': refused: ' "$AGENT_LOG" | head -n 5)" "$(tail -n 20 "$AGENT_LOG")"
+	fi
+fi
+if grep -aqE 'Sanitizer|runtime error' "$work"/*/imds.log "$work/agent.log" 2>/dev/null; then
+	not_ok "sidecar and agent logs free of sanitizer reports" "$(grep -aE -A20 'Sanitizer|runtime error' "$work"/*/imds.log "$work/agent.log" 2>/dev/null | head -40)"
 else
-	ok "sidecar logs free of sanitizer reports ($VARIANT)"
+	ok "sidecar and agent logs free of sanitizer reports ($VARIANT)"
 fi
 total="$(vm_elapsed "$T_START")"
 echo "# VM stage ($VARIANT), TCG, ${VM_SMP:-1} vCPU, total ${total}s:"

@@ -203,7 +203,7 @@ def sample(pid, seconds, out):
     dump(out, {"samples": rows})
 
 
-def judge(d, variant, sc_fd0, sc_fd1, wh_fd0, wh_fd1, header_ms):
+def judge(d, variant, sc_fd0, sc_fd1, wh_fd0, wh_fd1, header_ms, ag_fd0=None, ag_fd1=None):
     """Prints one line per verdict: PASS|FAIL|INFO <tab> name <tab> detail."""
     def load(name):
         try:
@@ -273,8 +273,11 @@ def judge(d, variant, sc_fd0, sc_fd1, wh_fd0, wh_fd1, header_ms):
             say("PASS", "webhook: every rotated certificate served (%d rotations)" % len(rot))
         else:
             say("FAIL", "webhook: every rotated certificate served", "rotated %s, seen %s" % (rot, sorted(got)))
-    for who, fname, fd0, fd1, slack in (("sidecar", "sc-samples.json", sc_fd0, sc_fd1, 64),
-                                        ("webhook", "wh-samples.json", wh_fd0, wh_fd1, 256)):
+    procs = [("sidecar", "sc-samples.json", sc_fd0, sc_fd1, 64),
+             ("webhook", "wh-samples.json", wh_fd0, wh_fd1, 256)]
+    if ag_fd0 is not None:  # agent mode: the network half is imds-node's
+        procs.append(("imds-node", "ag-samples.json", ag_fd0, ag_fd1, 64))
+    for who, fname, fd0, fd1, slack in procs:
         rows = (load(fname) or {}).get("samples") or []
         if len(rows) < 4:
             say("FAIL", "%s sampled over the soak" % who, "%d samples" % len(rows))
@@ -310,7 +313,7 @@ def main():
     elif cmd == "sample":
         sample(int(a[0]), float(a[1]), a[2])
     elif cmd == "judge":
-        judge(a[0], a[1], *(int(x) for x in a[2:7]))
+        judge(a[0], a[1], *(int(x) for x in a[2:9]))
     else:
         sys.exit("soak.py: unknown worker " + cmd)
 

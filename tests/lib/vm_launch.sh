@@ -175,7 +175,9 @@ pod_up() {
 	# veth pair, address, rule, route; tables ip, ip6 and bridge, netdev with a tap
 	PLUMB_WANT=$(binding_of "$binding" plumbing)
 	SC_UD=${3:-$USER_DATA}
-	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" \
+	local agent_arg=()
+	[[ $IMDS_NET_MODE_TEST == agent ]] && agent_arg=(--cli-arg=--agent)
+	"$SIDECAR_ENV" pod --review "$POD_REVIEW" --admission-cli "$ADMISSION_CLI" "${agent_arg[@]}" \
 		--root "$SC_ROOT" --set-annotation "imds.kubevirt.io/user-data=@$SC_UD" \
 		--set-annotation imds.kubevirt.io/ssh-keys-secret=vm-ssh --secret "vm-ssh=$work/secret-vm-ssh" \
 		--set-annotation "imds.kubevirt.io/meta-data=$META_DATA" \
@@ -185,11 +187,114 @@ pod_up() {
 	grep -q "IMDS_INTERFACES=$ifs" "$SC_ENV" || { echo "the webhook gave no IMDS_INTERFACES=$ifs" >&2; return 1; }
 	: >"$SC_LOG"
 	timestamp "$SC_LOG" "$SC_LOG.ts"
+	[[ $IMDS_NET_MODE_TEST == agent ]] && { pod_agent_prepare "$name" || return 1; }
 	sidecar_start
+	if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+		pod_agent_serving || return 1
+	else
+		sc_as_cluster
+	fi
 	sidecar_wait_serving 1 10 && return 0
 	echo "imds-server run did not report 'net: serving':" >&2
 	cat "$SC_LOG" >&2
 	return 1
+}
+
+# --- the sidecar as the cluster runs it (the suite's "# imds-net-mode: agent") -------------
+# The webhook's --network-mode agent pod (sidecar_env.py --cli-arg=--agent:
+# IMDS_NET_MODE=agent): the sidecar as UID 107 with no capability at all, in
+# the pod's cgroup and its imds-node folder (tests/lib/podfolder.sh's
+# sidecar_exec), and one imds-node for the suite, in the node's namespace,
+# over a kubelet-style pods folder, building the pod's network half (veth-imds,
+# steering, the guard, ARP/NDP, its restores) from the node.  IMDS_TEST_NET_MODE=pod
+# runs the suite with the in-pod sidecar as root instead (by hand only).
+AGENT_LOG=
+# pod_agent_prepare <name>: the pod's UID (from its netns: one per launcher pod,
+# the migration target's its own), its files as the kubelet gives them to the
+# pod's UID 107 (readable; the state folder an emptyDir, 0777), the sidecar's
+# env as NUL-separated VAR=value (SC_ENVS); IMDS_NET_MODE=agent from the webhook.
+pod_agent_prepare() {
+	local st
+	if ! grep -q "^export IMDS_NET_MODE=agent$" "$SC_ENV"; then
+		echo "the webhook (--network-mode agent) gave no IMDS_NET_MODE=agent: $(cat "$SC_ENV")" >&2
+		return 1
+	fi
+	SC_UID=$(imds_pod_uid)
+	chmod o+x "$work" "$work/$1"
+	chmod -R a+rX "$SC_ROOT"
+	st=$(sed -n "s/^export IMDS_STATE_DIR=//p" "$SC_ENV")
+	[[ -n $st ]] && chmod 0777 "$SC_ROOT${st#"$SC_ROOT"}"
+	# shellcheck disable=SC2016 # the inner shell's
+	mapfile -d '' -t SC_ENVS < <(bash -c '. "$1" && sed -n "s/^export \([A-Za-z_0-9]*\)=.*/\1/p" "$1" |
+		while read -r k; do printf "%s=%s\0" "$k" "${!k}"; done' sh "$SC_ENV")
+	((${#SC_ENVS[@]} > 0)) || { echo "no env read from $SC_ENV" >&2; return 1; }
+}
+
+# sidecar_probe <uid> <log>: `imds-server probe` as the kubelet execs the
+# startupProbe in the sidecar's container (its UID, no capability, its
+# folder, IMDS_AGENT_SOCKET as sidecar_exec gives it); its status.
+sidecar_probe() {
+	local pid=$SIDECAR_PID st=0
+	: >"$2"
+	sidecar_exec "$1" "$NS" "$2" -i PATH="$PATH" -- "$IMDS_SERVER" probe || return 1
+	wait "$SIDECAR_PID" || st=$?
+	unset 'PODFOLDER_PIDS[-1]' # waited for: no pid of its to kill at exit
+	SIDECAR_PID=$pid
+	return "$st"
+}
+
+# pod_agent_serving: the suite's imds-node started on the first pod (whose
+# probe must fail before it, naming the DaemonSet: what holds compute on a
+# node without the agent); then the startupProbe polled until it passes (the
+# guard in place), the agent's "pod <UID>: serving" line, and the sidecar
+# running as the cluster runs it.  Sets SC_AS (for the TAP lines).
+pod_agent_serving() {
+	local t0=$EPOCHREALTIME i no_agent="" ms
+	if [[ -z $AGENT_PID ]]; then
+		if sidecar_probe "$SC_UID" "$work/probe.log"; then
+			echo "the probe passed with no imds-node on the node: $(cat "$work/probe.log")" >&2
+			return 1
+		fi
+		if ! grep -q 'imds-node DaemonSet' "$work/probe.log"; then
+			echo "with no imds-node the probe does not name the DaemonSet: $(cat "$work/probe.log")" >&2
+			return 1
+		fi
+		no_agent="; with no agent yet the probe failed: $(tail -n 1 "$work/probe.log" | cut -c1-60)..."
+		AGENT_LOG=$work/agent.log
+		agent_start "$AGENT_LOG" || return 1
+	fi
+	for ((i = 0; i < 300; i++)); do
+		sidecar_probe "$SC_UID" "$work/probe.log" && break
+		sleep 0.05
+	done
+	if ((i == 300)); then
+		echo "the startupProbe (imds-server probe) did not pass within 15 s: $(tail -n 2 "$work/probe.log")" >&2
+		tail -n 20 "$AGENT_LOG" >&2
+		return 1
+	fi
+	ms=$(awk -v a="${t0/,/.}" -v b="${EPOCHREALTIME/,/.}" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	if ! wait_for_line "$AGENT_LOG" "imds-node info: pod $SC_UID: serving " 10; then
+		echo "imds-node did not say 'pod $SC_UID: serving':" >&2
+		tail -n 20 "$AGENT_LOG" >&2
+		return 1
+	fi
+	sc_as_cluster || { echo "$SC_AS" >&2; return 1; }
+	SC_AS="$SC_AS; startupProbe passed ${ms} ms after the sidecar's start$no_agent"
+}
+
+# sc_as_cluster: the sidecar (SC_PID) as UID 107 with no capability at all
+# (Uid, CapEff CapPrm CapBnd in /proc) in agent mode; SC_AS says so, or what
+# differs (then 1).  In pod mode SC_AS says that.
+sc_as_cluster() {
+	local u caps
+	if [[ $IMDS_NET_MODE_TEST != agent ]]; then
+		SC_AS="pod mode: the sidecar as root with NET_ADMIN, its own plumbing"
+		return 0
+	fi
+	u=$(awk '/^Uid/ {print $2, $3, $4, $5}' "/proc/$SC_PID/status" 2>/dev/null)
+	caps=$(caps_of "$SC_PID" 2>/dev/null)
+	SC_AS="agent mode: the sidecar Uid $u, CapEff CapPrm CapBnd $caps, imds-node building the pod's network"
+	[[ $u == "107 107 107 107" && $caps == "0000000000000000 0000000000000000 0000000000000000" ]]
 }
 
 # bridge_dhcp_start LOG: KubeVirt's DHCP for bridge binding (dhcp/bridge.go,
@@ -244,10 +349,20 @@ passt_start() {
 # sidecar_start: `imds-server run` in the pod with the env and files of the
 # injected container (again after a crash: kubelet restarts a native sidecar
 # with the same env, mounts and network namespace). Sets SC_PID.
+# In agent mode as the webhook injects it (pod_agent_prepare, podfolder.sh's
+# sidecar_exec: UID 107, no capability, the pod's cgroup and imds-node folder),
+# with the env of the container only (and the sanitizers' options).
 sidecar_start() {
-	# shellcheck disable=SC1090 # generated
-	(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" run) >>"$SC_LOG" 2>&1 &
-	SC_PID=$!
+	if [[ $IMDS_NET_MODE_TEST == agent ]]; then
+		local san=() v
+		for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do [[ -n ${!v:-} ]] && san+=("$v=${!v}"); done
+		sidecar_exec "$SC_UID" "$NS" "$SC_LOG" -i PATH="$PATH" "${san[@]}" "${SC_ENVS[@]}" -- "$IMDS_SERVER" run
+		SC_PID=$SIDECAR_PID
+	else
+		# shellcheck disable=SC1090 # generated
+		(set -a && . "$SC_ENV" && exec ip netns exec "$NS" "$IMDS_SERVER" run) >>"$SC_LOG" 2>&1 &
+		SC_PID=$!
+	fi
 	bg_pids+=("$SC_PID")
 }
 
@@ -289,8 +404,10 @@ crash_restart() {
 	sidecar_start
 	if sidecar_wait_serving $((n + 1)) 5; then
 		ms=$(awk -v a="${T_EXEC/,/.}" -v b="${T_SERVING/,/.}" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
-		if ((ms < 1000)); then
-			ok "$l: restarted sidecar ($when) serving ${ms} ms after its start"
+		if ! sc_as_cluster; then
+			not_ok "$l: restarted sidecar ($when) as the cluster runs it" "$SC_AS"
+		elif ((ms < 1000)); then
+			ok "$l: restarted sidecar ($when) serving ${ms} ms after its start (${SC_AS%%, imds-node*})"
 		else
 			not_ok "$l: restarted sidecar ($when) serving within 1 s of its start" "${ms} ms" "$(tail -n 20 "$SC_LOG")"
 		fi
@@ -339,6 +456,13 @@ boot_guest() { # <name> <console> [qemu args]
 	local name=$1 con=$2
 	shift 2
 	timestamp "$con" "$con.ts"
+	# compute (qemu) starts only once the sidecar's startupProbe passes: the
+	# guard in place (pod_up waited for it; the probe again, as the kubelet
+	# holds the main containers on it)
+	if [[ $IMDS_NET_MODE_TEST == agent ]] && ! sidecar_probe "$SC_UID" "$work/probe.log"; then
+		not_ok "$name: qemu held: the sidecar's startupProbe fails" "$(cat "$work/probe.log")"
+		return 1
+	fi
 	local netdev=""
 	[[ $(binding_of "$POD_BINDING" qemu) == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
 	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then

@@ -137,7 +137,7 @@ migrate_checks() {
 	out=$(diff <(sed "s|$s_root|ROOT|g" "$s_env" | grep -v '^export IMDS_POD_NAME=') \
 		<(sed "s|$SC_ROOT|ROOT|g" "$SC_ENV" | grep -v '^export IMDS_POD_NAME='))
 	if [[ -z $out ]] && grep -q '^export IMDS_POD_NAME=virt-launcher-testvm-m4q8d$' "$SC_ENV"; then
-		ok "$l: target pod (another node, pod IP 10.244.2.6) serving; its sidecar's env from the webhook's patch of the migration target pod is the source's but for IMDS_POD_NAME ($(wc -l <"$SC_ENV") vars)"
+		ok "$l: target pod (another node, pod IP 10.244.2.6) serving; its sidecar's env from the webhook's patch of the migration target pod is the source's but for IMDS_POD_NAME ($(wc -l <"$SC_ENV") vars; $SC_AS)"
 	else
 		not_ok "$l: the target's sidecar env is the source's but for IMDS_POD_NAME" "$out" "$(grep POD_NAME "$SC_ENV")"
 	fi

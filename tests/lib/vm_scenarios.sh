@@ -39,7 +39,7 @@ scenario_binding() {
 		not_ok "$l: $binding launcher pod, DHCP, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
-	ok "$l: $binding launcher pod (tests/lib/netns.sh), DHCP, imds-server run as injected ($(wc -l <"$SC_ENV") env vars, $(grep -o 'IMDS_INTERFACES=[^ ]*' "$SC_ENV"))"
+	ok "$l: $binding launcher pod (tests/lib/netns.sh), DHCP, imds-server run as injected ($(wc -l <"$SC_ENV") env vars, $(grep -o 'IMDS_INTERFACES=[^ ]*' "$SC_ENV"); $SC_AS)"
 	GUEST_ADDR=$(binding_of "$binding" address)
 	VM_OVERLAY="$work/$d/disk.qcow2" boot_guest "$l" "$con" || return 1
 	first_request "$l" "$con" "$work/$d/disk.qcow2" || return 1
@@ -110,7 +110,7 @@ scenario_linklocal() {
 		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
 		return 1
 	fi
-	ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected"
+	ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected ($SC_AS)"
 	# cloud-init's network config from the kernel command line (it wins over
 	# the datasource's): eth0 169.254.77.7/16 only, no gateway, no DHCP.
 	netcfg="$(printf '%s' '{version: 1, config: [{type: physical, name: eth0, subnets: [{type: static, address: 169.254.77.7/16}]}]}' | base64 -w0)"
@@ -186,7 +186,7 @@ scenario_continuity() { # <dir> <label> <binding>
 		return 1
 	fi
 	POD_EXTRA=()
-	ok "$l: masquerade launcher pod, the sidecar configured from the VMI's cloud-init volume"
+	ok "$l: masquerade launcher pod, the sidecar configured from the VMI's cloud-init volume ($SC_AS)"
 	# What the sidecar serves is the volume's, byte for byte (the guest's
 	# cloud-init 22.4 fetches no network-config over HTTP: read_seeded's
 	# three files, DataSourceNoCloud.py:173 at 22.4.2).
