@@ -458,8 +458,7 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		blob_unref(res->blob);
 		return -1;
 	}
-	if (s->logger)
-		s->logger(req, res->status, head_only || no_body ? 0 : blen, s->ud);
+	size_t logged = head_only || no_body ? 0 : blen;
 	struct blob *blob = res->blob;
 	res->blob = NULL;
 	if (head_only || no_body) {
@@ -478,7 +477,12 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		blob_unref(blob);
 		blob = NULL;
 	}
-	return send_response(c, h.p, h.len, body, blen, blob);
+	int sent = send_response(c, h.p, h.len, body, blen, blob);
+	/* The log line once the answer is out: its making is not between the
+	 * guest and its answer (and its time then includes the send). */
+	if (s->logger)
+		s->logger(req, res->status, logged, s->ud);
+	return sent;
 }
 
 static void response_reset(struct http_response *res)
