@@ -4,7 +4,12 @@
  * logging.  `make bench` prints it beside imds-server and nginx as the
  * reference of what is left to gain (bench/README.md).
  *
- *   floor PORT BODY-FILE     (listens on 127.0.0.1:PORT) */
+ *   floor PORT BODY-FILE         (listens on 127.0.0.1:PORT)
+ *   floor PORT --raw RESPONSE    the whole response as it is in the file:
+ *                                make bench gives it imds-server's own answer
+ *                                (head and body), so that the client parses the
+ *                                very bytes it parses from imds-server and the
+ *                                difference is the servers' work alone */
 #define _GNU_SOURCE
 #include <netinet/in.h>
 #include <stdio.h>
@@ -16,19 +21,27 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: floor PORT BODY-FILE\n");
+	int raw = argc == 4 && strcmp(argv[2], "--raw") == 0;
+	if (argc != 3 && !raw) {
+		fprintf(stderr, "usage: floor PORT BODY-FILE | floor PORT --raw RESPONSE-FILE\n");
 		return 2;
 	}
 	static char body[16384], resp[17000], out[1 << 20], in[65536];
-	FILE *f = fopen(argv[2], "rb");
+	FILE *f = fopen(argv[raw ? 3 : 2], "rb");
 	size_t bl = f ? fread(body, 1, sizeof(body), f) : 0;
 	if (f)
 		fclose(f);
-	int rl = snprintf(resp, sizeof(resp),
-			  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n", bl);
-	memcpy(resp + rl, body, bl);
-	size_t rlen = (size_t)rl + bl;
+	size_t rlen;
+	if (raw) {
+		memcpy(resp, body, bl);
+		rlen = bl;
+	} else {
+		int rl = snprintf(resp, sizeof(resp),
+				  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
+				  bl);
+		memcpy(resp + rl, body, bl);
+		rlen = (size_t)rl + bl;
+	}
 
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

@@ -5,8 +5,10 @@
 #   /v1/identity; VmHWM of both servers after the run; the static binary's
 #   size; exec-to-first-accepted-connection time.
 # Beside both, the floor (bench/floor.c): an epoll loop answering canned
-# bytes with no parsing at all.  Then, at 100 connections, what ETags
-# (If-None-Match -> 304) and session tokens (X-Metadata-Token) cost.
+# bytes with no parsing at all, the very bytes imds-server answered (its
+# head and body), so wrk's own work is the same for both.  Then, at 100
+# connections, what ETags (If-None-Match -> 304) and session tokens
+# (X-Metadata-Token) cost.
 # Beside them h2o from Debian when installed (make bench installs it).
 # Anchors (issue "The metadata HTTP server"): binary <= 200 KiB, VmHWM
 # <= 1 MiB at 100 connections, throughput >= nginx on every row, start-up
@@ -93,12 +95,31 @@ if command -v h2o >/dev/null; then
 		{ echo "bench: h2o did not start: $(cat "$WORK/h2o/error.log" "$WORK/h2o/out.log")" >&2; exit 1; }
 fi
 
-# --- the floor, one per body
+# --- the floor, one per path, answering imds-server's own bytes (head and
+# body, as one answer of it came on the wire): wrk then parses the same
+# bytes from both, and the ratio is the servers' work alone
 gcc -std=c17 -O2 -Wall -Wextra -Werror -o "$WORK/floor" bench/floor.c
+"$PY" - "$IPORT" "$WORK" <<'PYEOF'
+import socket, sys
+port, work = int(sys.argv[1]), sys.argv[2]
+for path, hdr in (("/v1/meta-data", ""), ("/v1/identity", "Metadata: true\r\n")):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, hdr)).encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(65536)
+    head, body = got.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    s.close()
+    assert head.startswith(b"HTTP/1.1 200 "), head
+    open(work + "/raw" + path.replace("/", "_"), "wb").write(head + b"\r\n\r\n" + body)
+PYEOF
 declare -A FPORT
 for path in /v1/meta-data /v1/identity; do
 	FPORT[$path]=$(free_port)
-	taskset -c "$SRV_CPU" "$WORK/floor" "${FPORT[$path]}" "$WORK/www$path" &
+	taskset -c "$SRV_CPU" "$WORK/floor" "${FPORT[$path]}" --raw "$WORK/raw${path//\//_}" &
 	PIDS+=($!)
 done
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:${FPORT[/v1/identity]}/" >/dev/null && break; sleep 0.1; done
