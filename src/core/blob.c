@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbuf.h"
+
 struct blob *blob_new(const void *p, size_t len)
 {
 	struct blob *b = malloc(sizeof(*b) + len + 1);
@@ -58,12 +60,10 @@ uint64_t blob_tag(struct blob *b)
 
 void blob_tag_text(uint64_t tag, char out[19])
 {
-	static const char hex[] = "0123456789abcdef";
-	out[0] = '"';
-	for (unsigned i = 16; i > 0; i--, tag >>= 4)
-		out[i] = hex[tag & 15];
-	out[17] = '"';
-	out[18] = '\0';
+	struct sbuf b = SBUF_INIT(out, 19);
+	sbuf_putc(&b, '"');
+	sbuf_put_hex(&b, tag, 16);
+	sbuf_putc(&b, '"');
 }
 
 const char *blob_etag(struct blob *b)

@@ -18,25 +18,13 @@ void sbuf_put_overflow(struct sbuf *b)
 
 void sbuf_put(struct sbuf *b, const void *data, size_t n)
 {
-	if (b->overflow)
-		return;
-	if (b->cap == 0 || n > b->cap - 1 - b->len) {
-		sbuf_put_overflow(b);
-		return;
-	}
-	sbuf_copy(b->p + b->len, data, n);
-	b->len += n;
-	terminate(b);
+	sbuf_put_fixed(b, data, n); /* the same, one copy of it out of line */
 }
 
 void sbuf_putc(struct sbuf *b, char c)
 {
-	if (b->overflow)
+	if (!sbuf_room(b, 1))
 		return;
-	if (b->cap == 0 || b->len + 1 >= b->cap) {
-		sbuf_put_overflow(b);
-		return;
-	}
 	b->p[b->len++] = c;
 	b->p[b->len] = '\0';
 }
@@ -53,12 +41,8 @@ void sbuf_put_u(struct sbuf *b, unsigned long long v)
 	unsigned n = 1;
 	for (unsigned long long p = 10; n < 20 && v >= p; p *= 10)
 		n++;
-	if (b->overflow)
+	if (!sbuf_room(b, n))
 		return;
-	if (b->cap == 0 || n > b->cap - 1 - b->len) {
-		sbuf_put_overflow(b);
-		return;
-	}
 	char *d = b->p + b->len + n;
 	while (v >= 100) {
 		size_t r = (size_t)(v % 100);

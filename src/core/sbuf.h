@@ -63,15 +63,22 @@ void sbuf_put(struct sbuf *b, const void *data, size_t n);
 /* sbuf_put inline, for a length known when compiled (sbuf_lit): the bounds
  * check and the one or two moves of its size, where most of an answer's
  * head and log line are literals. */
+/* 1 when n more bytes fit (and a NUL after them); else 0, overflow set. */
+static inline __attribute__((always_inline)) int sbuf_room(struct sbuf *b, size_t n)
+{
+	if (b->overflow)
+		return 0;
+	if (b->cap == 0 || n > b->cap - 1 - b->len) {
+		sbuf_put_overflow(b);
+		return 0;
+	}
+	return 1;
+}
 static inline __attribute__((always_inline)) void sbuf_put_fixed(struct sbuf *b, const void *data,
 								  size_t n)
 {
-	if (b->overflow)
+	if (!sbuf_room(b, n))
 		return;
-	if (b->cap == 0 || n > b->cap - 1 - b->len) {
-		sbuf_put_overflow(b);
-		return;
-	}
 	sbuf_copy(b->p + b->len, data, n);
 	b->len += n;
 	b->p[b->len] = '\0';
