@@ -16,6 +16,7 @@ struct http_parser {
 	int complete;
 	int err_status; /* a limit hit inside a callback */
 	const char *err_code;
+	int no_fast; /* http_parser_set_fast(p, 0): llhttp for every request */
 };
 
 /* ---- request helpers ---------------------------------------------------- */
@@ -248,6 +249,164 @@ void http_parser_free(struct http_parser *p)
 	free(p);
 }
 
+void http_parser_set_fast(struct http_parser *p, int on)
+{
+	p->no_fast = !on;
+}
+
+/* ---- the fast path ---------------------------------------------------------
+ *
+ * Nearly every request a guest sends is a GET of a short path with a few
+ * plain headers.  llhttp's state machine takes about a fifth of such an
+ * answer's instructions; this reads exactly that common form in one pass and
+ * fills the request as the llhttp path would.  Anything else — another
+ * method, a byte outside the sets below, a header that changes framing or
+ * the connection (Content-Length, Transfer-Encoding, Connection,
+ * Proxy-Connection, Upgrade), a bare LF, folding, an empty value, a head
+ * not yet whole or past a limit — returns 0 and the request goes through
+ * llhttp from its first byte, errors and all.  So the fast path decides
+ * nothing llhttp would decide differently: fuzz_http_parse runs both on
+ * every input and aborts on any difference, and test_http_parse runs its
+ * table both ways. */
+
+/* Byte classes, one load per byte; test_http_parse holds each against its
+ * definition for all 256 bytes (http_parse_byte_class).
+ * CLS_TARGET: RFC 3986 pchar, '/' and '?' (origin-form only): ALPHA DIGIT
+ *   and "-._~!$&'()*+,;=:@/?%".
+ * CLS_TOKEN: RFC 9110 §5.6.2 tchar (a header name): ALPHA DIGIT and
+ *   "!#$%&'*+-.^_`|~".
+ * CLS_VALUE: a header value's bytes we read fast: visible ASCII, SP, HTAB
+ *   (no CTL, no obs-text). */
+enum { CLS_TARGET = 1, CLS_TOKEN = 2, CLS_VALUE = 4 };
+static const uint8_t byte_class[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	4, 7, 4, 6, 7, 7, 7, 7, 5, 5, 7, 7, 5, 7, 7, 5,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 4, 5, 4, 5,
+	5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 6, 7,
+	6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 6, 4, 7, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+int http_parse_byte_class(unsigned char c)
+{
+	return byte_class[c];
+}
+
+/* The header names llhttp gives a meaning beyond their value. */
+static int framing_name(const char *p, size_t n)
+{
+	switch (n) { /* by length: most names are none of these lengths */
+	case 7: return name_eq(p, "upgrade", 7);
+	case 10: return name_eq(p, "connection", 10);
+	case 14: return name_eq(p, "content-length", 14);
+	case 16: return name_eq(p, "proxy-connection", 16);
+	case 17: return name_eq(p, "transfer-encoding", 17);
+	default: return 0;
+	}
+}
+
+/* p[0..4) == lit[0..4) and p[0..8) == lit[0..8): one load and compare each
+ * (the literal's load is folded when compiled), not a call to memcmp. */
+static inline int same4(const char *p, const char *lit)
+{
+	uint32_t a, b;
+	memcpy(&a, p, sizeof(a));
+	memcpy(&b, lit, sizeof(b));
+	return a == b;
+}
+
+static inline int same8(const char *p, const char *lit)
+{
+	uint64_t a, b;
+	memcpy(&a, p, sizeof(a));
+	memcpy(&b, lit, sizeof(b));
+	return a == b;
+}
+
+/* 1 with req and out->used filled, or 0: use llhttp. */
+static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
+		      struct http_request *r, struct http_parse_result *out)
+{
+	size_t end = len < ps->lim.max_head ? len : ps->lim.max_head, i;
+	if (end >= 4 && same4(d, "GET ")) {
+		r->method = HTTP_M_GET;
+		i = 4;
+	} else if (end >= 5 && same4(d, "HEAD") && d[4] == ' ') {
+		r->method = HTTP_M_HEAD;
+		i = 5;
+	} else {
+		return 0;
+	}
+	r->method_name = (struct http_span){d, i - 1};
+	size_t t = i, q = 0;
+	if (i >= end || d[i] != '/')
+		return 0;
+	for (; i < end && (byte_class[(unsigned char)d[i]] & CLS_TARGET); i++)
+		if (d[i] == '?' && !q)
+			q = i;
+	r->target = (struct http_span){d + t, i - t};
+	if (q) { /* as split_target: the path before the first '?', the query after it */
+		r->path = (struct http_span){d + t, q - t};
+		r->query = (struct http_span){d + q + 1, i - q - 1};
+	} else {
+		r->path = r->target;
+		r->query = (struct http_span){NULL, 0};
+	}
+	if (end - i < 11 || !same8(d + i, " HTTP/1.") ||
+	    (d[i + 8] != '0' && d[i + 8] != '1') || d[i + 9] != '\r' || d[i + 10] != '\n')
+		return 0;
+	r->version_major = 1;
+	r->version_minor = (unsigned)(d[i + 8] - '0');
+	i += 11;
+	unsigned nh = 0, cap = ps->lim.max_headers < HTTP_MAX_HEADERS ? ps->lim.max_headers
+								    : HTTP_MAX_HEADERS;
+	for (;;) {
+		if (end - i < 2)
+			return 0;
+		if (d[i] == '\r') {
+			if (d[i + 1] != '\n')
+				return 0;
+			i += 2;
+			break;
+		}
+		size_t ns = i;
+		while (i < end && (byte_class[(unsigned char)d[i]] & CLS_TOKEN))
+			i++;
+		if (i == ns || i >= end || d[i] != ':' || nh >= cap || framing_name(d + ns, i - ns))
+			return 0;
+		r->hname[nh] = (struct http_span){d + ns, i - ns};
+		i++;
+		while (i < end && (d[i] == ' ' || d[i] == '\t'))
+			i++;
+		size_t vs = i;
+		/* visible ASCII, SP and HTAB (no obs-text, no CTL) */
+		while (i < end && (byte_class[(unsigned char)d[i]] & CLS_VALUE))
+			i++;
+		if (end - i < 2 || d[i] != '\r' || d[i + 1] != '\n')
+			return 0;
+		size_t ve = i;
+		while (ve > vs && (d[ve - 1] == ' ' || d[ve - 1] == '\t'))
+			ve--;
+		if (ve == vs)
+			return 0;
+		r->hvalue[nh++] = (struct http_span){d + vs, ve - vs};
+		i += 2;
+	}
+	r->nheaders = nh;
+	out->used = i;
+	return 1;
+}
+
 /* What llhttp accepts but we do not.  0 or an HTTP status. */
 static int request_check(const struct http_request *r, const char **code)
 {
@@ -289,6 +448,16 @@ enum http_parse_status http_parse(struct http_parser *p, const char *data, size_
 	p->in_field = p->headers_done = p->complete = 0;
 	p->err_status = 0;
 	p->err_code = NULL;
+	if (!p->no_fast && fast_parse(p, data, len, req, out)) {
+		out->fast = 1;
+		const char *code = NULL;
+		int bad = request_check(req, &code);
+		if (bad)
+			return error(out, bad, code, NULL);
+		out->keep_alive = req->version_minor == 1;
+		return HTTP_PARSE_DONE;
+	}
+	memset(req, 0, offsetof(struct http_request, hname));
 	llhttp_init(&p->ll, HTTP_REQUEST, &p->settings);
 	p->ll.data = p;
 	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);

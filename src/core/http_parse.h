@@ -98,6 +98,7 @@ struct http_parse_result {
 	int status;         /* ERROR: 400, 411, 413, 414, 431 or 505 */
 	const char *code;   /* ERROR: a short snake_case code for the JSON body */
 	const char *detail; /* ERROR: llhttp's reason for a 400 it found, else NULL */
+	int fast;           /* read by the fast path (http_parse.c), not llhttp */
 };
 
 struct http_parser;
@@ -106,6 +107,13 @@ struct http_parser;
 struct http_parser *http_parser_new(const struct http_parse_limits *lim);
 /* Sets (or clears, with NULL) lim.body_limit and lim.ud. */
 void http_parser_set_body_limit(struct http_parser *p, http_body_limit *fn, void *ud);
+/* on = 0: every request through llhttp, not the fast path for the common
+ * GET (http_parse.c); for the tests that hold the two to one answer. */
+void http_parser_set_fast(struct http_parser *p, int on);
+/* The fast path's byte sets, for their test: bit 1 an origin-form target's
+ * (RFC 3986 pchar, / and ?), bit 2 a header name's (RFC 9110 tchar), bit 4
+ * a header value's (visible ASCII, SP, HTAB). */
+int http_parse_byte_class(unsigned char c);
 /* NULL is a no-op. */
 void http_parser_free(struct http_parser *p);
 

@@ -4,13 +4,16 @@
  * checks what the connection code relies on: a finished request lies
  * inside the bytes and within every limit, parses the same again from
  * exactly its own bytes and is not finished one byte earlier; an error
- * has one of the statuses the parser documents and a code. */
+ * has one of the statuses the parser documents and a code.  And the fast
+ * path for the common GET answers exactly as llhttp does: every input is
+ * parsed a second time with it off (parse_same.h). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_parse.h"
+#include "parse_same.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,6 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_parser **pp = &ps[data[0] & 3];
 	if (!*pp && !(*pp = http_parser_new(lim)))
 		abort();
+	static struct http_parser *slow[4];
+	struct http_parser **sp = &slow[data[0] & 3];
+	if (!*sp) {
+		if (!(*sp = http_parser_new(lim)))
+			abort();
+		http_parser_set_fast(*sp, 0);
+	}
 	/* an exact-size copy, so ASan sees any read past the end */
 	size_t n = size - 1;
 	char *buf = malloc(n ? n : 1);
@@ -56,6 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_request r;
 	struct http_parse_result o;
 	enum http_parse_status st = http_parse(*pp, buf, n, &r, &o);
+	struct http_request rs;
+	struct http_parse_result os;
+	enum http_parse_status ss = http_parse(*sp, buf, n, &rs, &os);
+	if (os.fast || !parse_same(st, &r, &o, ss, &rs, &os))
+		abort();
 	if (st == HTTP_PARSE_DONE) {
 		if (o.used == 0 || o.used > n || r.nheaders > lim->max_headers)
 			abort();

@@ -2,7 +2,9 @@
  * with what each must parse to, every truncated prefix of each (a prefix of
  * a good request is "more", never an answer; once a prefix is an error,
  * every longer one is the same error), trailing bytes of the next request
- * left alone, and the limits.  No socket, no loop. */
+ * left alone, and the limits — each with the fast path for the common GET
+ * and with llhttp alone — and the two paths' answers held equal for every
+ * case and prefix.  No socket, no loop. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "http_parse.h"
+#include "../../fuzz/parse_same.h"
 
 struct pcase {
 	const char *name;
@@ -78,10 +81,28 @@ static const struct http_parse_limits limits = {
 	.max_head = 512, .max_body = 1024, .max_headers = 8, .body_limit = body_limit,
 };
 
+/* Each test runs twice: with the fast path (as served) and llhttp alone. */
+static int use_fast = 1;
+
+static int with_fast(void **state)
+{
+	(void)state;
+	use_fast = 1;
+	return 0;
+}
+
+static int with_llhttp(void **state)
+{
+	(void)state;
+	use_fast = 0;
+	return 0;
+}
+
 static struct http_parser *parser(void)
 {
 	struct http_parser *p = http_parser_new(&limits);
 	assert_non_null(p);
+	http_parser_set_fast(p, use_fast);
 	return p;
 }
 
@@ -271,14 +292,100 @@ static void test_error_detail(void **state)
 	http_parser_free(p);
 }
 
+/* The two paths over every case, every prefix of it and every case with
+ * each tail: one answer.  And the fast path is the one taken for the
+ * requests guests send most (a GET or HEAD with plain headers), and not
+ * for those that need llhttp's framing or connection rules. */
+static void test_fast_same_as_llhttp(void **state)
+{
+	(void)state;
+	struct http_parser *fast = http_parser_new(&limits), *slow = http_parser_new(&limits);
+	assert_non_null(fast);
+	assert_non_null(slow);
+	http_parser_set_fast(slow, 0);
+	unsigned taken = 0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pcase *c = &cases[i];
+		size_t len = c->len ? c->len : strlen(c->raw);
+		for (size_t cut = 0; cut <= len; cut++) {
+			struct http_request rf, rs;
+			struct http_parse_result of, os;
+			enum http_parse_status sf = http_parse(fast, c->raw, cut, &rf, &of);
+			enum http_parse_status ss = http_parse(slow, c->raw, cut, &rs, &os);
+			if (!parse_same(sf, &rf, &of, ss, &rs, &os))
+				print_message("%s cut at %zu: fast %d %d, llhttp %d %d\n", c->name, cut, sf,
+					      of.status, ss, os.status);
+			assert_true(parse_same(sf, &rf, &of, ss, &rs, &os));
+			assert_false(os.fast);
+			taken += cut == len && of.fast;
+		}
+	}
+	print_message("the fast path took %u of %zu whole cases\n", taken, sizeof(cases) / sizeof(cases[0]));
+	static const struct {
+		const char *raw;
+		int fast;
+	} which[] = {
+		{"GET /v1/identity HTTP/1.1\r\nHost: 169.254.169.254\r\nMetadata: true\r\n\r\n", 1},
+		{"HEAD /x?a=%20&b=c HTTP/1.0\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nX-Aws-Ec2-Metadata-Token: AQAE=\t \r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\n\r\n", 1}, /* read fast, refused by the common check */
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nproxy-connection: close\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nX:\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n", 0},
+		{"GET /x#f HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"GET http://a/x HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"PUT /x HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\nHost: a\n\n", 0},
+	};
+	for (size_t i = 0; i < sizeof(which) / sizeof(which[0]); i++) {
+		struct http_request rf, rs;
+		struct http_parse_result of, os;
+		size_t len = strlen(which[i].raw);
+		enum http_parse_status sf = http_parse(fast, which[i].raw, len, &rf, &of);
+		enum http_parse_status ss = http_parse(slow, which[i].raw, len, &rs, &os);
+		print_message("which %zu: fast=%d status %d/%d\n", i, of.fast, sf, ss);
+		assert_int_equal(of.fast, which[i].fast);
+		assert_true(parse_same(sf, &rf, &of, ss, &rs, &os));
+	}
+	http_parser_free(fast);
+	http_parser_free(slow);
+}
+
+/* The fast path's byte sets against their definitions, every byte. */
+static void test_byte_classes(void **state)
+{
+	(void)state;
+	static const char target[] = "-._~!$&'()*+,;=:@/?%", token[] = "!#$%&'*+-.^_`|~";
+	for (unsigned c = 0; c < 256; c++) {
+		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		int in_target = alnum || (c && memchr(target, (int)c, sizeof(target) - 1));
+		int in_token = alnum || (c && memchr(token, (int)c, sizeof(token) - 1));
+		int in_value = (c >= 0x20 && c < 0x7f) || c == '\t';
+		assert_int_equal(http_parse_byte_class((unsigned char)c),
+				 in_target | in_token << 1 | in_value << 2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_every_prefix),
-		cmocka_unit_test(test_trailing_bytes),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_error_detail),
+		cmocka_unit_test_setup(test_table, with_fast),
+		cmocka_unit_test_setup(test_every_prefix, with_fast),
+		cmocka_unit_test_setup(test_trailing_bytes, with_fast),
+		cmocka_unit_test_setup(test_limits, with_fast),
+		cmocka_unit_test_setup(test_error_detail, with_fast),
+		cmocka_unit_test_setup(test_table, with_llhttp),
+		cmocka_unit_test_setup(test_every_prefix, with_llhttp),
+		cmocka_unit_test_setup(test_trailing_bytes, with_llhttp),
+		cmocka_unit_test_setup(test_limits, with_llhttp),
+		cmocka_unit_test_setup(test_error_detail, with_llhttp),
+		cmocka_unit_test(test_fast_same_as_llhttp),
+		cmocka_unit_test(test_byte_classes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
