@@ -121,15 +121,6 @@ void answer_data_text(struct call *c, const char *ctype, const char *p, size_t n
 
 /* ---- reading the request ------------------------------------------------------ */
 
-const struct http_span *answer_req_header(const struct http_request *req, const char *name,
-					  int *many)
-{
-	unsigned count = 0;
-	const struct http_span *v = http_req_header(req, name, &count);
-	*many = count > 1;
-	return v;
-}
-
 int answer_req_forwarded(const struct http_request *req)
 {
 	return http_req_header(req, "x-forwarded-for", NULL) || http_req_header(req, "forwarded", NULL);
@@ -137,6 +128,8 @@ int answer_req_forwarded(const struct http_request *req)
 
 int answer_query_param(const char *q, size_t qn, const char *key, char *out, size_t cap)
 {
+	if (qn == 0)
+		return -ENOENT; /* most requests: no query at all */
 	size_t klen = strlen(key);
 	size_t i = 0;
 	while (i <= qn) {

@@ -40,9 +40,16 @@ struct blob *answer_render(const struct sbuf *b);
 /* ,"key":"v" (without the comma when first), v JSON-escaped; NULL as "". */
 void answer_json_field(struct sbuf *b, const char *key, const char *v, int comma);
 
-/* The one value of a header, or NULL when absent; *many when repeated. */
-const struct http_span *answer_req_header(const struct http_request *req, const char *name,
-					  int *many);
+/* The one value of a header, or NULL when absent; *many when repeated.
+ * Inline, so that a literal name's length is known when compiled. */
+static inline __attribute__((always_inline)) const struct http_span *
+answer_req_header(const struct http_request *req, const char *name, int *many)
+{
+	unsigned count = 0;
+	const struct http_span *v = http_req_header_n(req, name, __builtin_strlen(name), &count);
+	*many = count > 1;
+	return v;
+}
 /* X-Forwarded-For or Forwarded: a proxy in the guest relays the request. */
 int answer_req_forwarded(const struct http_request *req);
 
