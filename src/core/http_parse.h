@@ -12,6 +12,11 @@
  * (required from HTTP/1.1 on), HTTP/1.x only, an origin- or absolute-form
  * target.
  *
+ * The common request (GET or HEAD, an origin-form target, plain headers,
+ * none that changes framing or the connection) is read by a fast path in
+ * one pass; anything else goes through llhttp from its first byte, so the
+ * two give one answer for every input (fuzz_http_parse checks it).
+ *
  * Each call parses from the first byte with a fresh llhttp state, so the
  * caller keeps no parser state per connection: a partial head is parsed
  * again when more bytes arrive (bounded by max_head). */
