@@ -63,7 +63,8 @@ struct http_request {
 };
 
 /* Case-insensitive lookup; returns NULL when absent.  With several
- * headers of one name, the first; *count (if given) gets how many. */
+ * headers of one name, the first; *count (if given) gets how many.  name
+ * is letters, digits and '-' only (as every header name we look up). */
 const struct http_span *http_req_header_n(const struct http_request *req, const char *name,
 					  size_t n, unsigned *count);
 /* Inline so that a literal name's length is known when compiled: a

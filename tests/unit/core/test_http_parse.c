@@ -371,6 +371,44 @@ static void test_byte_classes(void **state)
 	}
 }
 
+/* Header lookup: for every byte a header name may hold (a tchar) against
+ * every byte a looked-up name holds (letters, digits, '-'), in the word
+ * part of the compare (byte 0) and its tail (byte 8): a match exactly when
+ * the two are one letter in either case or the same byte. */
+static void test_header_lookup_case(void **state)
+{
+	(void)state;
+	struct http_parser *p = parser();
+	static const char lits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
+	unsigned matched = 0;
+	for (unsigned x = 0; x < 128; x++) {
+		if (!(http_parse_byte_class((unsigned char)x) & 2))
+			continue;
+		for (size_t k = 0; k <= 8; k += 8) {
+			char raw[128], name[10] = "abcdefghi";
+			name[k] = (char)x;
+			int n = snprintf(raw, sizeof(raw), "GET / HTTP/1.1\r\nHost: a\r\n%s: v\r\n\r\n", name);
+			struct http_request r;
+			struct http_parse_result o;
+			assert_int_equal(http_parse(p, raw, (size_t)n, &r, &o), HTTP_PARSE_DONE);
+			for (size_t j = 0; j < sizeof(lits) - 1; j++) {
+				char lit[10] = "ABCDEFGHI";
+				unsigned y = (unsigned char)lits[j];
+				lit[k] = (char)y;
+				unsigned lx = x >= 'A' && x <= 'Z' ? x | 0x20 : x;
+				unsigned ly = y >= 'A' && y <= 'Z' ? y | 0x20 : y;
+				const struct http_span *v = http_req_header_n(&r, lit, 9, NULL);
+				if ((v != NULL) != (lx == ly))
+					print_message("header byte 0x%02x, name byte '%c' at %zu\n", x, (int)y, k);
+				assert_int_equal(v != NULL, lx == ly);
+				matched += v != NULL;
+			}
+		}
+	}
+	assert_int_equal(matched, 2 * (26 * 2 * 2 + 10 + 1)); /* each letter's two cases */
+	http_parser_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +424,8 @@ int main(void)
 		cmocka_unit_test_setup(test_error_detail, with_llhttp),
 		cmocka_unit_test(test_fast_same_as_llhttp),
 		cmocka_unit_test(test_byte_classes),
+		cmocka_unit_test_setup(test_header_lookup_case, with_fast),
+		cmocka_unit_test_setup(test_header_lookup_case, with_llhttp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
