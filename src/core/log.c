@@ -87,8 +87,15 @@ void log_flush(void)
 	log_len = 0;
 }
 
-/* Appends a line to the buffer; the before-sleep hook (or the next error,
- * or exit) writes it: one write(2) per loop iteration, not one per line. */
+int log_pending(void *unused)
+{
+	(void)unused;
+	return log_len > 0;
+}
+
+/* Appends a line to the buffer; the server's idle hook (serve.c), a full
+ * buffer, the next error or exit writes it: under load one write(2) per
+ * buffer of lines, not one per answer. */
 static void buffer_line(const char *line, size_t n)
 {
 	if (log_len + n > sizeof(log_buf))

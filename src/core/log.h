@@ -18,6 +18,8 @@ __attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
 		const char *path, size_t plen, int status, size_t bytes, uint64_t us);
 void log_flush(void);
+/* Lines buffered and not yet written (loop_set_when_idle's pending). */
+int log_pending(void *unused);
 
 /* The last error lines (for the sidecar's status file, `imds-server
  * diag`): how many were logged, and up to cap of the last LOG_RECENT_MAX

@@ -26,6 +26,9 @@ struct loop {
 	struct loop_file *files;
 	loop_hook_proc *before_sleep;
 	void *before_sleep_data;
+	int (*idle_pending)(void *data);
+	loop_hook_proc *idle;
+	void *idle_data;
 	struct epoll_event ready[LOOP_BATCH];
 };
 
@@ -135,6 +138,14 @@ void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data)
 	l->before_sleep_data = data;
 }
 
+void loop_set_when_idle(struct loop *l, int (*pending)(void *data), loop_hook_proc *proc,
+			void *data)
+{
+	l->idle_pending = pending;
+	l->idle = proc;
+	l->idle_data = data;
+}
+
 void loop_stop(struct loop *l)
 {
 	l->stop = 1;
@@ -182,10 +193,26 @@ static int loop_poll(struct loop *l, int timeout_ms)
 	return n;
 }
 
+/* Idle work pending: dispatch what is ready without sleeping; with nothing
+ * ready, do the idle work.  The fds handled, 0 when it ran the idle work (or
+ * had none), or -errno. */
+static int loop_idle(struct loop *l)
+{
+	if (!l->idle || !l->idle_pending(l->idle_data))
+		return 0;
+	int r = loop_poll(l, 0);
+	if (r == 0)
+		l->idle(l, l->idle_data);
+	return r;
+}
+
 int loop_once(struct loop *l, int timeout_ms)
 {
 	if (l->before_sleep)
 		l->before_sleep(l, l->before_sleep_data);
+	int r = loop_idle(l);
+	if (r)
+		return r;
 	return loop_poll(l, timeout_ms);
 }
 
@@ -197,7 +224,9 @@ int loop_run(struct loop *l)
 			l->before_sleep(l, l->before_sleep_data);
 		if (l->stop)
 			break;
-		int r = loop_poll(l, -1);
+		int r = loop_idle(l);
+		if (r == 0 && !l->stop)
+			r = loop_poll(l, -1);
 		if (r < 0)
 			return r;
 	}

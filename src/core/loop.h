@@ -34,12 +34,21 @@ void loop_del(struct loop *l, int fd, int mask);
 int loop_mask(const struct loop *l, int fd);
 
 void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data);
+/* Work that can wait while fds are ready (writing buffered log lines): once
+ * pending(data) says there is some, the loop first looks for ready fds
+ * without sleeping and calls proc only when there are none, right before it
+ * sleeps.  Under load the work then waits for the next idle moment (or its
+ * own bound: the log writes a full buffer at once); when idle it costs one
+ * zero-timeout wait more. */
+void loop_set_when_idle(struct loop *l, int (*pending)(void *data), loop_hook_proc *proc,
+			void *data);
 
 /* Run until loop_stop().  Returns 0, or -errno if epoll_wait fails hard. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
 /* One iteration: before-sleep hook, wait up to timeout_ms (-1: forever),
- * dispatch.  Returns the number of ready fds, or -errno.  For tests and
+ * dispatch (with idle work pending: a zero-timeout wait first, and the idle
+ * hook only when it finds nothing).  Returns the number of ready fds, or -errno.  For tests and
  * fuzzers that drive the loop step by step. */
 int loop_once(struct loop *l, int timeout_ms);
 

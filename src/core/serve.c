@@ -72,7 +72,9 @@ int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_
 	int r = loop_add(l, ss->fd, LOOP_READABLE, on_signal, ss);
 	if (r < 0)
 		return r;
-	loop_set_before_sleep(l, flush_log, NULL);
+	/* Access lines are written when no connection has more to do: under
+	 * load a write(2) per buffer of lines, not one per answer. */
+	loop_set_when_idle(l, log_pending, flush_log, NULL);
 	return 0;
 }
 

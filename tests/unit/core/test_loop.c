@@ -2,7 +2,8 @@
  * loop_once: interest per fd and direction, which handler gets which
  * event (one owner of both directions gets one call; hang-ups reach the
  * handler there is), a read handler removing its fd before the write
- * handler runs, the before-sleep hook, loop_run/loop_stop, fds outside
+ * handler runs, the before-sleep hook, the idle work (only once nothing is
+ * ready), loop_run/loop_stop, fds outside
  * the table refused, and the timerfd helpers (armed in the past, so no
  * test waits on the clock). */
 #include <stdarg.h>
@@ -226,6 +227,71 @@ static void test_before_sleep_and_run(void **state)
 	loop_free(l);
 }
 
+/* Idle work (loop_set_when_idle): done only once no fd is ready, and only
+ * while pending says there is some; loop_run does it before it sleeps. */
+static int idle_left, idle_calls, idle_ready_then;
+static int idle_pending(void *data)
+{
+	(void)data;
+	return idle_left > 0;
+}
+
+static void idle_work(struct loop *l, void *data)
+{
+	idle_calls++;
+	idle_left = 0;
+	if (data) {
+		/* did the fd still have bytes when the idle work ran? */
+		char c;
+		idle_ready_then = read(*(int *)data, &c, 1) == 1;
+		loop_stop(l);
+	}
+}
+
+static void test_when_idle(void **state)
+{
+	(void)state;
+	struct loop *l = loop_new(1024);
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	struct rec r = {0};
+	assert_int_equal(loop_add(l, p[0], LOOP_READABLE, on_event, &r), 0);
+	idle_calls = 0;
+	idle_left = 0;
+	loop_set_when_idle(l, idle_pending, idle_work, NULL);
+	/* nothing pending: no idle work, whether or not fds are ready */
+	assert_int_equal(loop_once(l, 0), 0);
+	assert_int_equal(idle_calls, 0);
+	/* pending, an fd ready: the fd first, the idle work not yet */
+	idle_left = 1;
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(loop_once(l, 0), 1);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(idle_calls, 0);
+	/* pending, nothing ready: the idle work, once */
+	assert_int_equal(loop_once(l, 0), 0);
+	assert_int_equal(idle_calls, 1);
+	assert_int_equal(loop_once(l, 0), 0);
+	assert_int_equal(idle_calls, 1);
+	/* loop_run: with 16 bytes to read one at a time (the handler reads
+	 * them in pieces of 16, so one call; then the pipe is empty), the idle
+	 * work runs once all is read, before the loop would sleep. */
+	loop_del(l, p[0], LOOP_READABLE);
+	struct rec one = {0};
+	assert_int_equal(loop_add(l, p[0], LOOP_READABLE, on_event, &one), 0);
+	assert_int_equal(write(p[1], "0123456789abcdef", 16), 16);
+	idle_left = 1;
+	idle_ready_then = -1;
+	loop_set_when_idle(l, idle_pending, idle_work, &p[0]);
+	assert_int_equal(loop_run(l), 0);
+	assert_int_equal(idle_calls, 2);
+	assert_int_equal(one.calls, 1);
+	assert_int_equal(idle_ready_then, 0); /* nothing left unread when it ran */
+	close(p[0]);
+	close(p[1]);
+	loop_free(l);
+}
+
 static void test_timer(void **state)
 {
 	(void)state;
@@ -269,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_two_handlers),
 		cmocka_unit_test(test_hangup_reaches_handler),
 		cmocka_unit_test(test_before_sleep_and_run),
+		cmocka_unit_test(test_when_idle),
 		cmocka_unit_test(test_timer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
