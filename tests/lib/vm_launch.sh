@@ -330,9 +330,10 @@ bridge_dhcp_start() {
 # libvirt runs it for KubeVirt v1.9: `--vhost-user` (qemu_passt.c:210-211 at
 # a8262cb3) and a repair socket beside passt's, `<socket>.repair`, the name
 # virt-handler's passt-repair looks for on the source (`*.socket.repair`,
-# pkg/network/passt/repair.go:116-128 at v1.9.0) and waits for in the folder
-# on the target (:94-111).  Without it Debian 12's passt, which has neither:
-# qemu's stream netdev.  Sets PASST_SOCK, PASST_DIR.
+# findRepairSocketInDir in pkg/network/passt/repair.go) and waits for in the
+# folder on the target; --debug for the migration's lines the checks read
+# ("Sending %u flows", flow.c:1052 at 587980c).  Without it Debian 12's
+# passt, which has neither: qemu's stream netdev.  Sets PASST_SOCK, PASST_DIR.
 passt_start() {
 	mkdir -p "$1/passt"
 	chown 107:107 "$1/passt"
@@ -354,9 +355,9 @@ passt_start() {
 	# of UID 107's: as UID 107 from the start, as libvirt in virt-launcher
 	# (UID 107) starts it (the pod's ip_unprivileged_port_start=0 lets it
 	# bind every port).
-	local as=(--runas 107:107)
-	[[ -n ${PASST_BIN:-} ]] && as=() && set -- "$1" setpriv --reuid=107 --regid=107 --clear-groups
-	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" "${@:2}" \
+	local as=(--runas 107:107) user=()
+	[[ -n ${PASST_BIN:-} ]] && as=() user=(setpriv --reuid=107 --regid=107 --clear-groups)
+	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" "${user[@]}" \
 		"${PASST_BIN:-passt}" "${as[@]}" -f "${mode[@]}" "${fwd[@]}" -s "$PASST_SOCK" >"$1/passt.log" 2>&1 &
 	BG_PIDS+=($!)
 	local i
@@ -487,9 +488,9 @@ boot_guest() { # <name> <console> [qemu args]
 		# libvirt's vhost-user interface for passt, on qemu 10 (PASST_QEMU_DIR,
 		# bookworm-backports' unpacked: qemu 7.2 cannot carry passt's state):
 		# the guest's memory shared with the back end (memfd, share=on: a
-		# vhost-user back end maps it), and no option ROM (iPXE's DHCP made this passt assert in
-		# virtqueue_map_desc, virtio.c:403 at 587980c; KubeVirt's guests boot
-		# from disk, not the network).
+		# vhost-user back end maps it), and no option ROM (iPXE's DHCP made
+		# this passt assert in virtqueue_map_desc, virtio.c:403 at 587980c;
+		# the guest boots from its disk, not the network).
 		netdev="vhost-user,id=net0,chardev=passt0" nic=",romfile=" qemu=$PASST_QEMU_DIR/bin/qemu-system-x86_64
 		# shellcheck disable=SC2054 # qemu options, comma-separated
 		vhost=(-chardev "socket,id=passt0,path=$PASST_SOCK"
