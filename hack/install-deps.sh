@@ -11,14 +11,16 @@ set -euo pipefail
 # Azure Scheduled Events agent tests/integration/lifecycle_clients.sh runs;
 # iptables (iptables-nft): Istio's own capture rules, restored as istio-iptables
 # writes them (tests/integration/net_istio.sh's TPROXY and ambient launchers).
-# vm: genisoimage makes the NoCloud ISO of vm_boot.sh's continuity boot (KubeVirt's disk).
+# vm: genisoimage makes the NoCloud ISO of vm_boot.sh's continuity boot (KubeVirt's disk);
+# patch and debian-archive-keyring: hack/build-passt-qemu.sh (Debian 13's passt from its
+# source, bookworm-backports' qemu unpacked: the passt scenario, net_passt_repair).
 declare -A pkgs=(
 	[build]="gcc make libc6-dev node-llhttp libcmocka-dev musl-tools clang libclang-rt-14-dev llvm pkg-config libjson-c-dev libssl-dev git"
 	[test]="curl iproute2 libcap2-bin cloud-init python3 python3-jsonpatch python3-yaml python3-botocore ignition procps gzip psmisc iputils-arping util-linux openssl openssh-client nftables tcpdump passt resource-agents iptables"
 	[bench]="nginx-light wrk util-linux h2o"
 	[lint]="shellcheck cppcheck clang-tidy"
 	[coverage]="lcov"
-	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs genisoimage"
+	[vm]="qemu-system-x86 qemu-utils debootstrap dnsmasq-base e2fsprogs genisoimage patch debian-archive-keyring"
 	[kube]="etcd-server openssl"
 	# what the deployment suites run: file(1) on the built binaries, shellcheck on
 	# every script, npm (Debian's nodejs ships without it) for the manifest models

@@ -62,7 +62,11 @@
 #     serial, as a VM without imds.kubevirt.io/cloud-init-disk: remove has
 #     them: which datasource and seeds the guest takes, its instance-id and
 #     the user data it stored.
-#   passt: Debian 13 behind Debian's real passt (qemu -netdev stream), one boot.
+#   passt: Debian 13 behind passt as KubeVirt v1.9 runs it, one boot: Debian
+#     13's passt (--vhost-user, --repair-path) behind bookworm-backports' qemu
+#     10 (-netdev vhost-user), both from hack/build-passt-qemu.sh's cache
+#     (need_vhost); its migration runs passt-repair on both sides and holds
+#     an SSH session from the node across it (tests/lib/vm_migrate.sh).
 #   ipv6: Debian 13 with no IPv4 at all, in a dual-stack masquerade pod:
 #     fd10:0:2::2/120 via fd10:0:2::1 on its kernel command line (KubeVirt's
 #     DHCPv6 gives no route), and the serial the webhook writes for
@@ -168,7 +172,7 @@ istio             | asan  | all | bookworm | binding    | istio       | 1      |
 linklocal         | asan  | all | bookworm | linklocal  | linklocal   | 0      | none    | link-local           |
 bridge-trixie     | asan  | all | trixie   | binding    | bridge      | 1      | none    | bridge binding       | POD_NETCFG=$NETCFG_FILE; VOLUME=nocloud-secret; DISK=1
 bridge            | debug | all | bookworm | binding    | bridge      | 0      | none    | bridge binding       | VOLUME=nocloud-secret; DISK=1
-passt             | asan  | all | trixie   | binding    | passt       | 0      | userns  | passt                | POD_NETCFG=$NETCFG_DHCP_FILE
+passt             | asan  | all | trixie   | binding    | passt       | 0      | vhost   | passt                | POD_NETCFG=$NETCFG_DHCP_FILE
 ipv6              | asan  | all | trixie   | binding    | masquerade6 | 0      | serial6 | IPv6-only            | VM_SERIAL=$SERIAL6; SEED_URL=http://[fd00:ec2::254]/v1/; NODE_V6=1; VM_APPEND=network-config=$NETCFG6
 continuity        | debug | all | bookworm | continuity | masquerade  | 0      | none    | continuity (KubeVirt's NoCloud disk, then the service) |
 continuity-trixie | -     | all | trixie   | continuity | masquerade  | 0      | none    | continuity (KubeVirt's NoCloud disk, then the service) |
@@ -350,6 +354,21 @@ need_userns() {
 	skip "$2: boot and migration" "this machine cannot create a user namespace as UID 107, which passt's sandbox needs (unshare --user: ${err:-failed}; a chroot cannot, user_namespaces(7))"
 	return 1
 }
+# ... passt as KubeVirt v1.9 runs it: vhost-user, passt-repair across the
+# migration.  Debian 13's passt (built from its source) and bookworm-backports'
+# qemu 10 (unpacked), from hack/build-passt-qemu.sh's cache; Debian 12's have
+# neither (tests/integration/net_passt_repair.sh).  Sets PASST_BIN,
+# PASST_REPAIR, PASST_QEMU_DIR for the scenario's run.
+need_vhost() {
+	need_userns "$@" || return 1
+	local dir
+	if ! dir=$("$REPO/hack/build-passt-qemu.sh" 2>"$work/build-passt-qemu.log" | tail -n 1) || [[ ! -x $dir/bin/passt ]]; then
+		not_ok "$2: Debian 13's passt and bookworm-backports' qemu (hack/build-passt-qemu.sh)" "$(tail -n 20 "$work/build-passt-qemu.log")"
+		return 1
+	fi
+	PASST_BIN=$dir/bin/passt PASST_REPAIR=$dir/bin/passt-repair PASST_QEMU_DIR=$dir
+	ok "$2: passt $(sed -n 's/^passt: passt_\([^ ]*\).*/\1/p' "$dir/VERSIONS"), qemu $("$dir/bin/qemu-system-x86_64" --version | head -n 1 | sed 's/^QEMU emulator version //') (hack/build-passt-qemu.sh)"
+}
 # ... the webhook's serial for an IPv6-only VM (SERIAL6)
 need_serial6() {
 	[[ -n $SERIAL6 ]] && return 0
@@ -395,7 +414,7 @@ scenario_run() {
 
 L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
-	BOOT_EXTRA=()
+	BOOT_EXTRA=() PASST_BIN="" PASST_REPAIR="" PASST_QEMU_DIR=""
 	if [[ -z ${SCENARIO[$s.runner]:-} ]]; then
 		not_ok "unknown scenario $s"
 		continue

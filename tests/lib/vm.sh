@@ -45,6 +45,8 @@
 #   VM_NETDEV   qemu -netdev spec (id net0) instead of the tap (e.g. passt's
 #               stream socket: stream,id=net0,server=off,addr.type=unix,addr.path=S)
 #   VM_QEMU     qemu binary (default qemu-system-x86_64)
+#   VM_NIC_OPTS more ,key=value options of the virtio-net-pci device (e.g.
+#               ,romfile= for a vhost-user back end: no iPXE option ROM)
 #   VM_TAP_QUEUES  N > 1: open the tap with N queues (queues=N, and the NIC
 #               mq=on,vectors=2N+2, as libvirt does for <driver queues=N/>):
 #               for a multi-queue tap (KubeVirt's networkInterfaceMultiqueue);
@@ -200,7 +202,7 @@ vm_boot() {
     -kernel "$kernel" -initrd "$img/initrd.img" -append "$append"
     -drive "$drive"
     -netdev "${VM_NETDEV:-tap,id=net0,ifname=$tap,script=no,downscript=no$q}"
-    -device "virtio-net-pci,netdev=net0,mac=$mac$mq"
+    -device "virtio-net-pci,netdev=net0,mac=$mac$mq${VM_NIC_OPTS:-}"
     -device virtio-rng-pci
     -smbios "type=1,serial=$(_vm_qemu_escape "$serial")"
     -chardev "socket,id=con0,path=$VM_CONSOLE_SOCK,server=on,wait=off,logfile=$(_vm_qemu_escape "$con"),logappend=off"

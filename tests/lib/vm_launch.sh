@@ -322,11 +322,18 @@ bridge_dhcp_start() {
 }
 
 # passt_start DIR: passt in the pod as libvirt starts it for KubeVirt's passt
-# binding (as UID 107, the pod's user; its socket for qemu's stream netdev), for
-# a VMI with no `ports`: every port forwarded, `--tcp-ports all --udp-ports all`
-# (tests/lib/netns.sh pasta_start cites KubeVirt and libvirt; where the
-# descriptor limit cannot be raised, PASST_ALL's ports stand in), port 22 among
-# them.  No --vhost-user: Debian 12's passt has none.  Sets PASST_SOCK.
+# binding (as UID 107, the pod's user), for a VMI with no `ports`: every port
+# forwarded, `--tcp-ports all --udp-ports all` (tests/lib/netns.sh pasta_start
+# cites KubeVirt and libvirt; where the descriptor limit cannot be raised,
+# PASST_ALL's ports stand in), port 22 among them.  With PASST_BIN (Debian
+# 13's passt, hack/build-passt-qemu.sh; vm_boot.sh need_vhost sets it) as
+# libvirt runs it for KubeVirt v1.9: `--vhost-user` (qemu_passt.c:210-211 at
+# a8262cb3) and a repair socket beside passt's, `<socket>.repair`, the name
+# virt-handler's passt-repair looks for on the source (`*.socket.repair`,
+# findRepairSocketInDir in pkg/network/passt/repair.go) and waits for in the
+# folder on the target; --debug for the migration's lines the checks read
+# ("Sending %u flows", flow.c:1052 at 587980c).  Without it Debian 12's
+# passt, which has neither: qemu's stream netdev.  Sets PASST_SOCK, PASST_DIR.
 passt_start() {
 	mkdir -p "$1/passt"
 	chown 107:107 "$1/passt"
@@ -334,11 +341,24 @@ passt_start() {
 	# traversable (mktemp's folder is 0700; and passt says "bound" even so)
 	chmod o+x "$work"
 	chmod 755 "$1"
-	PASST_SOCK="$1/passt/passt.sock"
-	local fwd=(--tcp-ports all --udp-ports all)
+	PASST_DIR="$1/passt"
+	local fwd=(--tcp-ports all --udp-ports all) mode=()
 	[[ $PASST_ALL == "$PASST_ALL_FULL" ]] || fwd=(--tcp-ports "$PASST_ALL" --udp-ports "$PASST_ALL")
-	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" \
-		passt --runas 107:107 -f "${fwd[@]}" -s "$PASST_SOCK" >"$1/passt.log" 2>&1 &
+	if [[ -n ${PASST_BIN:-} ]]; then
+		PASST_SOCK="$PASST_DIR/passt.socket"
+		mode=(--vhost-user --repair-path "$PASST_SOCK.repair" --debug)
+	else
+		PASST_SOCK="$PASST_DIR/passt.sock"
+	fi
+	# Debian 12's passt as root with --runas; Debian 13's binds its sockets
+	# before it drops root but without CAP_DAC_OVERRIDE, so not in a folder
+	# of UID 107's: as UID 107 from the start, as libvirt in virt-launcher
+	# (UID 107) starts it (the pod's ip_unprivileged_port_start=0 lets it
+	# bind every port).
+	local as=(--runas 107:107) user=()
+	[[ -n ${PASST_BIN:-} ]] && as=() user=(setpriv --reuid=107 --regid=107 --clear-groups)
+	ip netns exec "$NS_POD" prlimit --nofile="$PASST_NOFILE:$PASST_NOFILE" "${user[@]}" \
+		"${PASST_BIN:-passt}" "${as[@]}" -f "${mode[@]}" "${fwd[@]}" -s "$PASST_SOCK" >"$1/passt.log" 2>&1 &
 	BG_PIDS+=($!)
 	local i
 	for ((i = 0; i < 200; i++)); do [[ -S $PASST_SOCK ]] && return 0; sleep 0.02; done
@@ -463,9 +483,23 @@ boot_guest() { # <name> <console> [qemu args]
 		not_ok "$name: qemu held: the sidecar's startupProbe fails" "$(cat "$work/probe.log")"
 		return 1
 	fi
-	local netdev=""
-	[[ $(binding_of "$POD_BINDING" qemu) == passt ]] && netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
-	if ! VM_NETDEV=$netdev VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
+	local netdev="" nic="" qemu="" vhost=()
+	if [[ $(binding_of "$POD_BINDING" qemu) == passt && -n ${PASST_BIN:-} ]]; then
+		# libvirt's vhost-user interface for passt, on qemu 10 (PASST_QEMU_DIR,
+		# bookworm-backports' unpacked: qemu 7.2 cannot carry passt's state):
+		# the guest's memory shared with the back end (memfd, share=on: a
+		# vhost-user back end maps it), and no option ROM (iPXE's DHCP made
+		# this passt assert in virtqueue_map_desc, virtio.c:403 at 587980c;
+		# the guest boots from its disk, not the network).
+		netdev="vhost-user,id=net0,chardev=passt0" nic=",romfile=" qemu=$PASST_QEMU_DIR/bin/qemu-system-x86_64
+		# shellcheck disable=SC2054 # qemu options, comma-separated
+		vhost=(-chardev "socket,id=passt0,path=$PASST_SOCK"
+			-object "memory-backend-memfd,id=mem0,size=${VM_MEM:-512}M,share=on" -numa node,memdev=mem0
+			-L "$PASST_QEMU_DIR/share/qemu")
+	elif [[ $(binding_of "$POD_BINDING" qemu) == passt ]]; then
+		netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
+	fi
+	if ! VM_QEMU=${qemu:-${VM_QEMU:-}} VM_NETDEV=$netdev VM_NIC_OPTS=$nic VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${vhost[@]}" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi

@@ -104,7 +104,7 @@ podinfo_set() {
 migrate_checks() {
 	local l="$1 migration" d=$2 ud=${3:-$USER_DATA}
 	local s_log=$SC_LOG s_env=$SC_ENV s_root=$SC_ROOT s_pid=$SC_PID s_pidfile=$VM_PIDFILE s_qmp=$VM_QMP
-	local s_ip=$POD_IP s_mac=$POD_MAC t_con=$work/$2-target/console.log t_run out st i
+	local s_ip=$POD_IP s_mac=$POD_MAC s_node=$NS_NODE t_con=$work/$2-target/console.log t_run out st i
 	S_CON=$work/$d/console.log S_PASST=${PASST_SOCK:-}
 	[[ $(binding_of "$POD_BINDING" qemu) == passt ]] || S_PASST=""
 	local t0=$EPOCHREALTIME
@@ -127,6 +127,15 @@ migrate_checks() {
 	fi
 	# The target pod, on another node; KubeVirt creates it, and its sidecar
 	# starts, before the migration begins.
+	# passt-repair on the target, given the folder of passt's socket
+	# (migration-target.go:976 at v1.9.0): it waits there for the repair
+	# socket to be created (inotify IN_CREATE only, passt-repair.c at
+	# 587980c: one made before it started is never seen), so it runs
+	# before the target's passt starts.
+	if [[ -n $S_PASST && -n ${PASST_REPAIR:-} ]]; then
+		mkdir -p "$work/$d-target/passt"
+		repair_start target "$work/$d-target/passt"
+	fi
 	POD_IP=10.244.2.6 POD_MAC=0a:58:0a:f4:02:06
 	if ! POD_REVIEW=$MIG_REVIEW pod_up "$d-target" "$POD_BINDING" "$ud" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: target launcher pod, its DHCP, its sidecar as injected" "$(cat "$work/pod_up.out")"
@@ -149,6 +158,14 @@ migrate_checks() {
 		return 1
 	fi
 	qemu_pidfiles+=("$t_run/qemu.pid")
+	# passt-repair on the source as the migration starts
+	# (migration-source.go:598 at v1.9.0), given the repair socket; and an
+	# SSH session from the source's node to the guest (the pod IP, passt's
+	# forwarded port 22), held across the migration.
+	if [[ -n $S_PASST && -n ${PASST_REPAIR:-} ]]; then
+		ssh_hold_start "$s_node" "$s_ip"
+		repair_start source "$S_PASST.repair"
+	fi
 	# The migration, as libvirt drives it over QMP.
 	local t_mig=$EPOCHREALTIME
 	if ! out=$(vm_qmp "$s_qmp" '{"execute": "migrate-set-parameters", "arguments": {"max-bandwidth": 1099511627776}}' \
@@ -211,8 +228,124 @@ migrate_checks() {
 			"--- target sidecar ---" "$(tail -n 20 "$SC_LOG")"
 		return 1
 	fi
+	if [[ -n $S_PASST && -n ${PASST_REPAIR:-} ]]; then
+		repair_results "$l" "$(dirname "$S_PASST")/.."
+		ssh_hold_results "$l" "$t_done" "$s_ip" 10.244.2.6
+	fi
 	mig_results "$l" "$s_log" "$(fsub "$t0" "$EPOCHREALTIME")" "$total" "$down"
 	mig_lifecycle "$l" "$s_log" "$t_flip"
+}
+
+# repair_start <side> <path>: passt-repair as virt-handler runs it for the
+# passt binding (pkg/network/passt/repair.go:114-128 at v1.9.0: the binary
+# with one argument, ended after 60 s; on the source the `*.socket.repair`
+# socket, on the target the folder, where it waits for the socket), as root
+# (virt-handler is privileged; TCP_REPAIR needs CAP_NET_ADMIN).  Its status
+# and output: $work/repair-<side>.{rc,log}.
+repair_start() {
+	(
+		rc=0
+		timeout 60 "$PASST_REPAIR" "$2" >"$work/repair-$1.log" 2>&1 || rc=$?
+		echo "$rc" >"$work/repair-$1.rc"
+	) &
+	bg_pids+=($!)
+}
+
+# repair_results <label> <source pod dir>: both passt-repairs ended with
+# status 0 and the source's passt sent its flows (TCP_REPAIR: sequences,
+# windows) to the target's, which received as many.  What the target's passt
+# then did with each, measured (docs/sidecar.md, "Live migration"): it must
+# bind the flow's pod-side address again, and both the guest's flows are
+# reset there: the SSH session's (the source pod's IP, 10.244.1.5, is not
+# the target pod's) and passt's own connection to the service (its source
+# address, 169.254.169.254, came from the steering's table 169254, the only
+# one with its local route, and bind() consults the local table: "Failed to
+# bind socket for migrated flow: Cannot assign requested address").  The waiting request therefore ends with a reset
+# (curl exit 56), before its keepalive probes alone would end it (2 s idle +
+# 3 x 2 s).  Each check fails once passt carries a flow through.
+repair_results() {
+	local l=$1 sdir=$2 side rc i out="" s_n t_n tlog=$PASST_DIR/../passt.log w
+	for side in source target; do
+		for ((i = 0; i < 100; i++)); do [[ -s $work/repair-$side.rc ]] && break; sleep 0.1; done
+		rc=$(cat "$work/repair-$side.rc" 2>/dev/null)
+		[[ $rc == 0 ]] || out+="$side: status ${rc:-none (still running 10 s after the migration)}: $(tr '\n' ' ' <"$work/repair-$side.log") "
+	done
+	s_n=$(grep -aoE 'Sending [0-9]+ flows' "$sdir/passt.log" | tail -n 1 | cut -d' ' -f2)
+	t_n=$(grep -aoE 'Receiving [0-9]+ flows' "$tlog" | tail -n 1 | cut -d' ' -f2)
+	if [[ -z $out && -n $s_n && $s_n == "$t_n" ]] && ((s_n >= 2)) && grep -aq 'Migration complete, exiting' "$sdir/passt.log"; then
+		ok "$l: passt-repair ended with status 0 on the source (its repair socket) and the target (the folder); the source's passt sent $s_n flows with their TCP_REPAIR state and exited, the target's received $t_n"
+	else
+		not_ok "$l: passt-repair on both sides, the flows sent and received" "$out" "sent ${s_n:-?}, received ${t_n:-?} (2 at least: the waiting request, the SSH session)" \
+			"source passt: $(grep -a -i 'migrat\|flows' "$sdir/passt.log" | tail -n 5)" "target passt: $(grep -a -i 'migrat\|flows' "$tlog" | tail -n 5)"
+	fi
+	local svc ssh
+	svc=$(grep -aE 'Flow [0-9]+ \(TCP connection\): TAP \[[0-9.]+\]:[0-9]+ -> \[169\.254\.169\.254\]:80 => HOST \[169\.254\.169\.254\]' "$tlog" | head -n 1 | grep -oE '^[0-9.]+: Flow [0-9]+' | cut -d' ' -f2-)
+	ssh=$(grep -aE 'Flow [0-9]+ \(TCP connection\): HOST \[[0-9.]+\]:[0-9]+ -> \[10\.244\.1\.5\]:22' "$tlog" | head -n 1 | grep -oE '^[0-9.]+: Flow [0-9]+' | cut -d' ' -f2-)
+	w=$(mig_line "$VM_CONSOLE_LOG" WAIT)
+	if [[ -n $svc && -n $ssh ]] && grep -aqF "$svc (TCP connection): Failed to bind socket for migrated flow: Cannot assign requested address" "$tlog" &&
+		grep -aqF "$ssh (TCP connection): Failed to bind socket for migrated flow: Cannot assign requested address" "$tlog" &&
+		[[ $(mig_kv "$w" exit) == 56 ]] && (($(mig_kv "$w" ended_after_first_target_answer_ms) < 8000)); then
+		ok "$l: the target's passt reset both moved flows (bind: Cannot assign requested address): the guest's wait_for_change (passt's own connection from 169.254.169.254, the source address the steering's table gives, which bind() refuses) ended with a reset (curl exit 56) $(mig_kv "$w" ended_after_first_target_answer_ms) ms after the target's first answer, and the SSH session's (the source pod's IP)"
+	else
+		not_ok "$l: what the target's passt did with the moved flows (measured: both reset, bind EADDRNOTAVAIL; the waiting request reset within 8 s)" \
+			"service flow: ${svc:-none}, SSH flow: ${ssh:-none}" "$(grep -a 'migrated flow\|TCP reset at tcp_flow_migrate' "$tlog" | head -n 4)" "guest: $w"
+	fi
+}
+
+# ssh_hold_start <node netns> <pod IP>: an SSH session from the node to the
+# guest through passt's forwarded port 22, the guest printing a tick every
+# 0.5 s, each stamped with the host's time as it arrives (server alive
+# probes every 1 s, 3 unanswered end it); its output, exit status and end
+# time in $work/ssh-hold.{out,rc}.
+ssh_hold_start() {
+	: >"$work/ssh-hold.out"
+	(
+		rc=0
+		# shellcheck disable=SC2016 # expanded by the guest's shell
+		ip netns exec "$1" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
+			-o UserKnownHostsFile=/dev/null -o ConnectTimeout=60 -o LogLevel=ERROR \
+			-o ServerAliveInterval=1 -o ServerAliveCountMax=3 "debian@$2" \
+			'while :; do echo tick; sleep 0.5; done' 2>&1 |
+			while IFS= read -r x; do echo "$EPOCHREALTIME $x"; done >>"$work/ssh-hold.out"
+		rc=${PIPESTATUS[0]}
+		echo "$rc $EPOCHREALTIME" >"$work/ssh-hold.rc"
+	) &
+	bg_pids+=($!)
+	local i
+	for ((i = 0; i < 600; i++)); do grep -q ' tick$' "$work/ssh-hold.out" && return 0; sleep 0.1; done
+}
+
+# ssh_hold_results <label> <QMP completed time> <source pod IP> <target pod IP>: what the SSH
+# session held across the migration saw.  The pod IP is the source pod's:
+# its passt exits once its flows are sent ("Migration complete, exiting"),
+# and the target pod has another IP, so the session cannot go on; it must
+# end (not hang) within 10 s of the switch-over.  Then a new login on the
+# target pod's IP (its passt forwards port 22 too).
+ssh_hold_results() {
+	local l=$1 t_done=$2 s_ip=$3 t_ip=$4 i rc t_end last n ms out
+	for ((i = 0; i < 100; i++)); do [[ -s $work/ssh-hold.rc ]] && break; sleep 0.1; done
+	read -r rc t_end <"$work/ssh-hold.rc" 2>/dev/null
+	n=$(grep -c ' tick$' "$work/ssh-hold.out")
+	last=$(grep ' tick$' "$work/ssh-hold.out" | tail -n 1 | cut -d' ' -f1)
+	if [[ -n ${rc:-} && -n $t_end ]]; then
+		ms=$(awk -v a="${t_done/,/.}" -v b="${t_end/,/.}" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+		if ((ms < 10000)); then
+			ok "$l: an SSH session from the source's node to $s_ip:22 held across the migration ended ${ms} ms from the host seeing QMP completed (ssh status $rc: $(grep -v ' tick$' "$work/ssh-hold.out" | tail -n 1 | cut -d' ' -f2- | tr -d '\r'); $n ticks, the last $(fsub "${last:-$t_done}" "$t_done") s before QMP completed, host's clock): the source pod's IP is gone with the source"
+		else
+			not_ok "$l: the SSH session to the source pod's IP ends within 10 s of the switch-over" "ended ${ms} ms after (status $rc)" "$(tail -n 3 "$work/ssh-hold.out")"
+		fi
+	else
+		not_ok "$l: the SSH session to the source pod's IP ends within 10 s of the switch-over" "still open; $n ticks, last $last" "$(tail -n 3 "$work/ssh-hold.out")"
+	fi
+	# shellcheck disable=SC2016 # expanded by the guest's shell
+	out=$(ip netns exec "$NS_NODE" ssh -i "$SSH_KEY" -o BatchMode=yes -o StrictHostKeyChecking=no \
+		-o UserKnownHostsFile=/dev/null -o ConnectTimeout=30 -o LogLevel=ERROR "debian@$t_ip" \
+		'echo "user=$(id -un) addr=$(ip -4 -o addr show eth0 | tr -s " " | cut -d" " -f4)"' 2>&1)
+	if [[ $out == user=debian* ]]; then
+		ok "$l: SSH login from the target's node to the target pod's IP $t_ip (the guest's eth0 still says ${out#*addr=}, passt's DHCP lease from the source)"
+	else
+		not_ok "$l: SSH login to the target pod's IP after the migration" "$out"
+	fi
 }
 
 # mig_lifecycle <label> <source log> <flip time>: the guest's notice of the
