@@ -662,6 +662,53 @@ static int holds(long pid, unsigned long ino)
 	return found;
 }
 
+/* n hex digits at s as a number; -1 when one is not a hex digit */
+static long long hexn(const char *s, size_t n)
+{
+	long long v = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+						      : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* One line of /proc/net/tcp(6) (net/ipv4/tcp_ipv4.c get_tcp4_sock,
+ * net/ipv6/tcp_ipv6.c get_tcp6_sock): "sl: ADDR:PORT REM:PORT ST TX:RX
+ * TR:WHEN RETR UID TIMEOUT INODE ...", ADDR 8 or 32 hex digits.  0 or -1. */
+static int tcp_line(char *line, int v6, uint8_t a[16], unsigned *port, unsigned *state,
+		    unsigned long *uid, unsigned long *ino)
+{
+	char *tok[10], *save = NULL;
+	size_t n = 0, alen = v6 ? 32 : 8;
+	for (char *t = strtok_r(line, " \t\n", &save); t && n < 10; t = strtok_r(NULL, " \t\n", &save))
+		tok[n++] = t;
+	if (n < 10 || strlen(tok[1]) != alen + 5 || tok[1][alen] != ':' || strlen(tok[3]) != 2)
+		return -1;
+	for (size_t w = 0; w < alen / 8; w++) {
+		long long v = hexn(tok[1] + w * 8, 8);
+		if (v < 0)
+			return -1;
+		/* the kernel prints each 32-bit word of the address as it is in
+		 * memory, read as a host integer: copied back, the bytes */
+		uint32_t u = (uint32_t)v;
+		memcpy(a + w * 4, &u, 4);
+	}
+	long long p = hexn(tok[1] + alen + 1, 4), s = hexn(tok[3], 2);
+	char *e1, *e2;
+	*uid = strtoul(tok[7], &e1, 10);
+	*ino = strtoul(tok[9], &e2, 10);
+	if (p < 0 || s < 0 || *e1 || *e2)
+		return -1;
+	*port = (unsigned)p;
+	*state = (unsigned)s;
+	return 0;
+}
+
 static void scan_tcp(struct out *o, int v6, const uint8_t *want4, uint16_t port, long pid, int *bound)
 {
 	FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
@@ -669,18 +716,12 @@ static void scan_tcp(struct out *o, int v6, const uint8_t *want4, uint16_t port,
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned w[4] = {0}, p, state, uid;
-		unsigned long ino;
-		uint8_t a[16];
-		int n = v6 ? sscanf(line, " %*u: %8x%8x%8x%8x:%4x %*x:%*x %2x %*x:%*x %*x:%*x %*x %u %*d %lu",
-				    &w[0], &w[1], &w[2], &w[3], &p, &state, &uid, &ino)
-			   : sscanf(line, " %*u: %8x:%4x %*x:%*x %2x %*x:%*x %*x:%*x %*x %u %*d %lu", &w[0],
-				    &p, &state, &uid, &ino);
-		if (n != (v6 ? 8 : 5) || state != 0x0A || p != port)
+		unsigned p, state;
+		unsigned long uid, ino;
+		uint8_t a[16] = {0};
+		if (tcp_line(line, v6, a, &p, &state, &uid, &ino) || state != 0x0A /* LISTEN */ ||
+		    p != port)
 			continue;
-		/* the kernel prints each 32-bit word of the address as it is in
-		 * memory, read as a host integer: copied back, the bytes */
-		memcpy(a, w, v6 ? 16 : 4);
 		static const uint8_t any[16];
 		int exact = v6 ? (!memcmp(a, ndp_imds_addr[0], 16) || !memcmp(a, ndp_imds_addr[1], 16))
 			       : !memcmp(a, want4, 4);
@@ -689,13 +730,13 @@ static void scan_tcp(struct out *o, int v6, const uint8_t *want4, uint16_t port,
 		char ip[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN + 60];
 		int h = holds(pid, ino);
 		ntop(v6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
-		snprintf(s, sizeof(s), v6 ? "[%s]:%u (uid %u), %s" : "%s:%u (uid %u), %s", ip, p, uid,
+		snprintf(s, sizeof(s), v6 ? "[%s]:%u (uid %lu), %s" : "%s:%u (uid %lu), %s", ip, p, uid,
 			 h > 0 ? "held by the sidecar" : h < 0 ? "holder unknown" : "held by another process");
 		o_str(o, NULL, s);
 		if (exact && !v6 && h > 0)
 			*bound = 1;
 	}
-	fclose(f);
+	(void)fclose(f);
 }
 
 static void put_listener(struct out *o, const struct imds_config *c, long pid)
