@@ -231,8 +231,10 @@ static void o_bool(struct out *o, const char *key, int v)
 
 /* ---- the sidecar's own word ------------------------------------------------ */
 
-/* The running sidecar's pid (its status file), 0 when unknown. */
-static long put_status(struct out *o, const struct imds_config *c)
+/* The running sidecar's pid (its status file), 0 when unknown; *lport the
+ * port of the first listener the node agent passed (agent mode's "listen":
+ * "169.254.169.254:50254, ..." in passt's pods), else 0. */
+static long put_status(struct out *o, const struct imds_config *c, unsigned *lport)
 {
 	long pid = 0;
 	o_obj(o, "sidecar");
@@ -275,6 +277,13 @@ static long put_status(struct out *o, const struct imds_config *c)
 		val[vl] = '\0';
 		if (k == 1) /* pid */
 			pid = strtol(val, NULL, 10);
+		const char *colon = strchr(val, ':');
+		if (k == 9 && val[0] >= '0' && val[0] <= '9' && colon) { /* listen */
+			char *end;
+			unsigned long p = strtoul(colon + 1, &end, 10);
+			if (end != colon + 1 && (*end == ',' || *end == ' ') && p >= 1 && p <= 65535)
+				*lport = (unsigned)p;
+		}
 		if (k == 1 || k == 6) /* pid, errors_total */
 			o_num(o, diag_status_keys[k], strtoll(val, NULL, 10));
 		else
@@ -739,7 +748,7 @@ static void scan_tcp(struct out *o, int v6, const uint8_t *want4, uint16_t port,
 	(void)fclose(f);
 }
 
-static void put_listener(struct out *o, const struct imds_config *c, long pid)
+static void put_listener(struct out *o, const struct imds_config *c, long pid, unsigned lport)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -752,9 +761,13 @@ static void put_listener(struct out *o, const struct imds_config *c, long pid)
 		return;
 	}
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+	/* passt's pods: the agent's listener is on another port (plumb.h
+	 * PLUMB_PASST_LPORT), which its "listen" line names */
+	uint16_t port = lport ? (uint16_t)lport : ntohs(sin->sin_port);
+	o_num(o, "port", port);
 	o_arr(o, "sockets");
-	scan_tcp(o, 0, (const uint8_t *)&sin->sin_addr, ntohs(sin->sin_port), pid, &bound);
-	scan_tcp(o, 1, NULL, ntohs(sin->sin_port), pid, &bound);
+	scan_tcp(o, 0, (const uint8_t *)&sin->sin_addr, port, pid, &bound);
+	scan_tcp(o, 1, NULL, port, pid, &bound);
 	o_close(o);
 	o_bool(o, "bound", bound);
 	o_close(o);
@@ -802,11 +815,12 @@ int diag_main(int argc, char **argv, const char *version)
 	o_str(&o, "diag_version", version);
 	if (!full)
 		o_str(&o, "config_error", err);
-	long pid = put_status(&o, &c);
+	unsigned lport = 0;
+	long pid = put_status(&o, &c, &lport);
 	if (full)
 		put_serving(&o, &c);
 	put_interfaces(&o, &c);
-	put_listener(&o, &c, pid);
+	put_listener(&o, &c, pid, lport);
 	put_plumbing(&o);
 	if (json)
 		sbuf_puts(&b, "}\n");

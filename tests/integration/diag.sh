@@ -107,7 +107,7 @@ expect_eq "the SR-IOV entry's reason" "True" "$(j '"SR-IOV" in d["interfaces"]["
 echo "# the listener, as the kernel lists its sockets"
 # (made by root: the sidecar in pod mode, the agent in agent mode)
 expect_eq "bound: 169.254.169.254:80 listens, held by the sidecar" \
-	"True True" "$(j 'd["listener"]["bound"], "169.254.169.254:80 (uid 0), held by the sidecar" in d["listener"]["sockets"]' | tr -d "(),'")"
+	"80 True True" "$(j 'd["listener"]["port"], d["listener"]["bound"], "169.254.169.254:80 (uid 0), held by the sidecar" in d["listener"]["sockets"]' | tr -d "(),'")"
 want=$(in_pod ss -Htln | awk '$4 ~ /^(169\.254\.169\.254|\[fd00:ec2::254\]|\[fe80::a9fe:a9fe\]|0\.0\.0\.0|\[::\]|\*)(%[^:]*)?:80$/' | wc -l)
 expect_eq "as many listening sockets on the service's addresses as ss lists" "$want" "$(j 'len(d["listener"]["sockets"])')"
 
