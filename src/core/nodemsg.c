@@ -9,11 +9,12 @@ static const char *const type_names[] = {
 	[NODEMSG_GUARD] = "guard",
 	[NODEMSG_LISTENERS] = "listeners",
 	[NODEMSG_REFUSED] = "refused",
+	[NODEMSG_SERVING] = "serving",
 };
 
 const char *nodemsg_type_name(enum nodemsg_type t)
 {
-	return t >= NODEMSG_CONFIG && t <= NODEMSG_REFUSED ? type_names[t] : "?";
+	return t >= NODEMSG_CONFIG && t <= NODEMSG_SERVING ? type_names[t] : "?";
 }
 
 /* ---- field checks (the writer and the reader use the same) --------------- */
@@ -92,6 +93,11 @@ int nodemsg_encode(const struct nodemsg *m, char *out, size_t cap)
 		if (!text_ok(m->reason, strlen(m->reason), 1, NODEMSG_REASON_MAX, 1))
 			return -EINVAL;
 		n = snprintf(out, cap, "imds-node %u refused %s\n", NODEMSG_VERSION, m->reason);
+		break;
+	case NODEMSG_SERVING:
+		if (!text_ok(m->reason, strlen(m->reason), 1, NODEMSG_REASON_MAX, 1))
+			return -EINVAL;
+		n = snprintf(out, cap, "imds-node %u serving %s\n", NODEMSG_VERSION, m->reason);
 		break;
 	default:
 		return -EINVAL;
@@ -270,8 +276,13 @@ int nodemsg_decode(const char *buf, size_t len, struct nodemsg *m, char *err, si
 		if (!text_ok(v, vn, 1, NODEMSG_REASON_MAX, 1))
 			BAD("line 1: 'refused': want printable text of 1..%u bytes", NODEMSG_REASON_MAX);
 		copy(m->reason, v, vn);
+	} else if (key(s, n, "serving", &v, &vn)) {
+		m->type = NODEMSG_SERVING;
+		if (!text_ok(v, vn, 1, NODEMSG_REASON_MAX, 1))
+			BAD("line 1: 'serving': want printable text of 1..%u bytes", NODEMSG_REASON_MAX);
+		copy(m->reason, v, vn);
 	} else {
-		BAD("line 1: unknown type (want config, guard, listeners or refused)");
+		BAD("line 1: unknown type (want config, guard, listeners, refused or serving)");
 	}
 	if (c.p != c.end)
 		BAD("line 2: unexpected after a one-line message");

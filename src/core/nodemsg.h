@@ -8,7 +8,7 @@
  *   hops <1..64>                imds-node 1 refused <reason>
  *   [bridge <name>]
  *   [interfaces <IMDS_INTERFACES>]
- *   [serving <ifindex> <count>]
+ *   [serving <ifindex> <count>]  imds-node 1 serving <what>
  *
  * Every line ends with '\n'; the lines come in this order, each once; a
  * message with anything else is refused with a reason naming the line.
@@ -16,7 +16,10 @@
  * (ifaces_parse), so a pod is served the same in either mode.  `serving`:
  * the listeners a sidecar already holds (from an agent that restarted since),
  * bound to veth-imds's ifindex: the agent passes a new set only when
- * veth-imds changed (a second bind of the same address would fail).  Both sides
+ * veth-imds changed (a second bind of the same address would fail).  The
+ * agent's `serving`: what it serves the pod now, in its own log's words
+ * ("tap0 (default, masquerade)", "nothing: waiting for the VM's tap(s)"),
+ * sent whenever that changes; the sidecar keeps it for `diag`.  Both sides
  * link this one module: docs/design.md, "The protocol". */
 #ifndef IMDS_NODEMSG_H
 #define IMDS_NODEMSG_H
@@ -34,7 +37,13 @@
 #define NODEMSG_REASON_MAX 255u
 #define NODEMSG_FDS_MAX 3u    /* 169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe */
 
-enum nodemsg_type { NODEMSG_CONFIG = 1, NODEMSG_GUARD, NODEMSG_LISTENERS, NODEMSG_REFUSED };
+enum nodemsg_type {
+	NODEMSG_CONFIG = 1,
+	NODEMSG_GUARD,
+	NODEMSG_LISTENERS,
+	NODEMSG_REFUSED,
+	NODEMSG_SERVING
+};
 
 struct nodemsg {
 	enum nodemsg_type type;
@@ -49,7 +58,7 @@ struct nodemsg {
 	/* guard, listeners */
 	uint64_t generation;
 	unsigned nfds;
-	/* refused */
+	/* refused: why; serving: what (printable, 1..NODEMSG_REASON_MAX) */
 	char reason[NODEMSG_REASON_MAX + 1];
 };
 

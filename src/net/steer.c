@@ -73,6 +73,23 @@ static void match_svc_tcp(struct nft_batch *b, uint16_t port)
 	match_tcp_port(b, 2, port ? port : 80);
 }
 
+/* An ICMP message quoting a TCP segment from ip's service port: the
+ * quoted IPv4 header (RFC 792: after the 8 bytes of the ICMP header) of 20
+ * bytes, as ours are (the sidecar sends no IP options). */
+static void match_icmp_about_svc(struct nft_batch *b, const uint8_t ip[4], uint16_t port)
+{
+	static const uint8_t icmp = IPPROTO_ICMP, tcp = IPPROTO_TCP;
+	uint16_t be = htons(port ? port : 80);
+	nft_e_meta(b, NFT_META_L4PROTO, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &icmp, 1);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 8 + 9, 1, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &tcp, 1);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 8 + IP_SADDR, 4, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, ip, 4);
+	nft_e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 8 + 20, 2, NFT_REG_1);
+	nft_e_cmp(b, NFT_REG_1, NFT_CMP_EQ, &be, sizeof(be));
+}
+
 /* The listener's port when it is not the service's (passt's pods: passt
  * binds every port but the ephemeral ones on the wildcard address, which a
  * listener on .254:80 collides with; plumb.h PLUMB_PASST_LPORT), else 0. */
@@ -216,6 +233,22 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 		match_proto(b, ETH_P_IP);
 		match_nh4(b, IP_DADDR, st->ip);
 		match_svc_tcp(b, st->port);
+		nft_e_counter(b);
+		match_ether(b);
+		nft_e_imm(b, NFT_REG_1, st->vmac, 6);
+		nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1, NFT_PAYLOAD_CSUM_NONE, 0,
+				  0);
+		to_dev(b, st->peer, 0);
+		nft_rule_end(b);
+		/* The guest's ICMP errors about the service's answers (a
+		 * workload the guest routes, at hop limit 1: time exceeded for
+		 * our SYN-ACK) go back to their sender, not out of the pod by
+		 * its routing: ICMP to .254 quoting TCP from .254's service
+		 * port (net_hop_limit's node-side capture saw them leave). */
+		nft_rule_begin(b, f, STEER_TABLE, chain);
+		match_proto(b, ETH_P_IP);
+		match_nh4(b, IP_DADDR, st->ip);
+		match_icmp_about_svc(b, st->ip, st->port);
 		nft_e_counter(b);
 		match_ether(b);
 		nft_e_imm(b, NFT_REG_1, st->vmac, 6);

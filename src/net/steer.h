@@ -5,7 +5,8 @@
  * veth-imds (the rest of .254, a guest's DNS where the node's resolver is
  * there, is the pod's to route, as if we were not there):
  *
- *   tap0 ──ingress──► [ip daddr .254 tcp dport P | ARP for .254 | ether daddr VMAC]
+ *   tap0 ──ingress──► [ip daddr .254 tcp dport P | ICMP to .254 quoting TCP from .254:P
+ *                      | ARP for .254 | ether daddr VMAC]
  *                        └─ ether daddr set VMAC, fwd ─► veth-imds-br ═ veth-imds (.254)
  *   veth-imds-br ──ingress──► fwd (dup) to the VM's tap(s)
  *

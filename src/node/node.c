@@ -76,6 +76,7 @@ struct pod {
 	int programmed, guard_sent, serving;
 	int v6_said;      /* "IPv6 is off in the pod" logged */
 	int waiting_said; /* "waiting for the VM's tap(s)" logged since it last served */
+	char told[NODEMSG_REASON_MAX + 1]; /* the last "serving" message sent ("": none) */
 	struct responder resp;
 	int sent_if, sent_v6;
 	int hold6;            /* passt's pods: plumb_port_hold6, held here, or -1 */
@@ -288,6 +289,7 @@ static void pod_close_active(struct pod *p)
 	nl_close(&p->nftev);
 	nl_close(&p->nft);
 	p->programmed = p->guard_sent = p->serving = 0;
+	p->told[0] = '\0';
 	p->sent_if = p->sent_v6 = 0;
 	if (p->hold6 >= 0)
 		close(p->hold6);
@@ -740,6 +742,31 @@ out:
 	return ret;
 }
 
+/* What the pod is served, told the sidecar whenever it changed (nodemsg.h
+ * "serving"): `imds-server diag` shows it.  0, or send_msg's error. */
+static int tell_serving(struct pod *p, int servable)
+{
+	struct nodemsg m = {.type = NODEMSG_SERVING};
+
+	if (servable) {
+		describe_taps(p, m.reason, sizeof(m.reason));
+		size_t at = strlen(m.reason);
+		if (p->pc.passt)
+			snprintf(m.reason + at, sizeof(m.reason) - at, "%spasst (over the pod's loopback)",
+				 at ? " and " : "");
+	} else {
+		snprintf(m.reason, sizeof(m.reason), "%s",
+			 p->pc.ifs && !p->pc.nwanted ? "nothing: no interface of this VM can reach the service"
+						     : "nothing yet: waiting for the VM's tap(s)");
+	}
+	if (strcmp(m.reason, p->told) == 0)
+		return 0;
+	int ret = send_msg(p, &m, NULL, 0);
+	if (!ret)
+		snprintf(p->told, sizeof(p->told), "%s", m.reason);
+	return ret;
+}
+
 static void pass_failed(struct pod *p)
 {
 	p->node->ctr.pass_failed++;
@@ -822,6 +849,10 @@ static void pod_pass(struct pod *p)
 	}
 	p->waiting_said = !servable; /* said above, or before */
 	p->serving = servable;
+	if ((ret = tell_serving(p, servable))) {
+		dead = 1;
+		log_error("pod %s: telling the sidecar what it serves: %s", p->uid, strerror(-ret));
+	}
 out:
 	leave(n);
 	if (dead) {

@@ -18,10 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "binding.h"
 #include "config.h"
 #include "imds.h"
 #include "log.h"
+#include "ndp.h"
 #include "nft.h"
 #include "nl.h"
 #include "plumb.h"
@@ -36,6 +38,7 @@ static struct {
 	char started[32];
 	char state[16];
 	char detail[256];
+	char agent[3][256]; /* enum diag_agent_key; "": not agent mode */
 } st;
 
 static void now_stamp(char out[32])
@@ -52,17 +55,20 @@ static void status_write(void)
 {
 	if (!st.path[0])
 		return;
-	char buf[4096], at[32];
+	char buf[6144], at[32];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
 	now_stamp(at);
 	sbuf_printf(&b, "version %s\npid %ld\nstarted %s\nupdated %s\nstate %s\nserving %s\nerrors_total %lu\n",
 		    st.version, (long)getpid(), st.started, at, st.state, st.detail, log_error_count());
 	const char *errs[LOG_RECENT_MAX];
 	size_t n = log_recent_errors(errs, LOG_RECENT_MAX);
+	for (size_t k = 0; k < 3; k++)
+		if (st.agent[k][0])
+			sbuf_printf(&b, "%s %s\n", diag_status_keys[7 + k], st.agent[k]);
 	for (size_t i = 0; i < n; i++)
 		sbuf_printf(&b, "error %s\n", errs[i]);
 	if (b.overflow)
-		return; /* bounded by construction: 8 lines of 256 and a few short ones */
+		return; /* bounded by construction: 11 lines of 256 and a few short ones */
 	int fd = open(st.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
@@ -98,6 +104,14 @@ void diag_status_set(const char *state, const char *detail)
 		return;
 	snprintf(st.state, sizeof(st.state), "%s", state);
 	snprintf(st.detail, sizeof(st.detail), "%s", detail);
+	status_write();
+}
+
+void diag_status_agent(enum diag_agent_key k, const char *value)
+{
+	if ((unsigned)k > DIAG_LISTEN || strcmp(st.agent[k], value) == 0)
+		return;
+	snprintf(st.agent[k], sizeof(st.agent[k]), "%s", value);
 	status_write();
 }
 
@@ -217,14 +231,18 @@ static void o_bool(struct out *o, const char *key, int v)
 
 /* ---- the sidecar's own word ------------------------------------------------ */
 
-static void put_status(struct out *o, const struct imds_config *c)
+/* The running sidecar's pid (its status file), 0 when unknown; *lport the
+ * port of the first listener the node agent passed (agent mode's "listen":
+ * "169.254.169.254:50254, ..." in passt's pods), else 0. */
+static long put_status(struct out *o, const struct imds_config *c, unsigned *lport)
 {
+	long pid = 0;
 	o_obj(o, "sidecar");
 	if (!c->state_dir) {
 		o_str(o, "status_file", NULL);
 		o_str(o, "note", "IMDS_STATE_DIR is not set: no status file (not the webhook's sidecar)");
 		o_close(o);
-		return;
+		return 0;
 	}
 	char path[600];
 	snprintf(path, sizeof(path), "%s/" DIAG_STATUS_FILE, c->state_dir);
@@ -240,7 +258,7 @@ static void put_status(struct out *o, const struct imds_config *c)
 		o_bool(o, "found", 0);
 		o_str(o, "note", "no status file: `imds-server run` has not started in this container");
 		o_close(o);
-		return;
+		return 0;
 	}
 	o_bool(o, "found", 1);
 	struct diag_status ds;
@@ -249,12 +267,23 @@ static void put_status(struct out *o, const struct imds_config *c)
 		char val[300];
 		const struct diag_span *v = &ds.key[k];
 		if (!v->p) {
+			if (k >= 7 && !o->json)
+				continue; /* agent mode's, in text only when there */
 			o_str(o, diag_status_keys[k], NULL);
 			continue;
 		}
 		size_t vl = v->n < sizeof(val) - 1 ? v->n : sizeof(val) - 1;
 		memcpy(val, v->p, vl);
 		val[vl] = '\0';
+		if (k == 1) /* pid */
+			pid = strtol(val, NULL, 10);
+		const char *colon = strchr(val, ':');
+		if (k == 9 && val[0] >= '0' && val[0] <= '9' && colon) { /* listen */
+			char *end;
+			unsigned long p = strtoul(colon + 1, &end, 10);
+			if (end != colon + 1 && (*end == ',' || *end == ' ') && p >= 1 && p <= 65535)
+				*lport = (unsigned)p;
+		}
 		if (k == 1 || k == 6) /* pid, errors_total */
 			o_num(o, diag_status_keys[k], strtoll(val, NULL, 10));
 		else
@@ -270,10 +299,11 @@ static void put_status(struct out *o, const struct imds_config *c)
 	}
 	o_close(o);
 	o_close(o);
+	return pid;
 }
 
-const char *const diag_status_keys[DIAG_STATUS_NKEYS] = {"version", "pid",	"started",     "updated",
-							 "state",   "serving", "errors_total"};
+const char *const diag_status_keys[DIAG_STATUS_NKEYS] = {
+	"version", "pid", "started", "updated", "state", "serving", "errors_total", "agent", "guard", "listen"};
 
 void diag_status_parse(const char *buf, size_t len, struct diag_status *out)
 {
@@ -607,6 +637,142 @@ static void put_plumbing(struct out *o)
 	o_close(o);
 }
 
+/* ---- the listener, as the kernel lists it ------------------------------------------ */
+
+/* Every TCP socket listening on the service's port at its addresses
+ * (IMDS_LISTEN_ADDR's, fd00:ec2::254, fe80::a9fe:a9fe) or the wildcard, with
+ * the UID that made it (in agent mode the node agent, 0) and who holds it
+ * (the sidecar: the socket is among its descriptors), from /proc/net/tcp and
+ * tcp6 of this network namespace (readable without privilege): is the
+ * sidecar's listener bound, or does another process hold the port. */
+/* Whether pid holds the socket of that inode (its /proc fd folder: the
+ * same UID reads it, as diag runs where the sidecar runs); -1 unknown. */
+static int holds(long pid, unsigned long ino)
+{
+	char dir[64], link[64], want[48];
+	if (pid <= 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int found = 0;
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			found = strcmp(link, want) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* n hex digits at s as a number; -1 when one is not a hex digit */
+static long long hexn(const char *s, size_t n)
+{
+	long long v = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+						      : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* One line of /proc/net/tcp(6) (net/ipv4/tcp_ipv4.c get_tcp4_sock,
+ * net/ipv6/tcp_ipv6.c get_tcp6_sock): "sl: ADDR:PORT REM:PORT ST TX:RX
+ * TR:WHEN RETR UID TIMEOUT INODE ...", ADDR 8 or 32 hex digits.  0 or -1. */
+static int tcp_line(char *line, int v6, uint8_t a[16], unsigned *port, unsigned *state,
+		    unsigned long *uid, unsigned long *ino)
+{
+	char *tok[10], *save = NULL;
+	size_t n = 0, alen = v6 ? 32 : 8;
+	for (char *t = strtok_r(line, " \t\n", &save); t && n < 10; t = strtok_r(NULL, " \t\n", &save))
+		tok[n++] = t;
+	if (n < 10 || strlen(tok[1]) != alen + 5 || tok[1][alen] != ':' || strlen(tok[3]) != 2)
+		return -1;
+	for (size_t w = 0; w < alen / 8; w++) {
+		long long v = hexn(tok[1] + w * 8, 8);
+		if (v < 0)
+			return -1;
+		/* the kernel prints each 32-bit word of the address as it is in
+		 * memory, read as a host integer: copied back, the bytes */
+		uint32_t u = (uint32_t)v;
+		memcpy(a + w * 4, &u, 4);
+	}
+	long long p = hexn(tok[1] + alen + 1, 4), s = hexn(tok[3], 2);
+	char *e1, *e2;
+	*uid = strtoul(tok[7], &e1, 10);
+	*ino = strtoul(tok[9], &e2, 10);
+	if (p < 0 || s < 0 || *e1 || *e2)
+		return -1;
+	*port = (unsigned)p;
+	*state = (unsigned)s;
+	return 0;
+}
+
+static void scan_tcp(struct out *o, int v6, const uint8_t *want4, uint16_t port, long pid, int *bound)
+{
+	FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
+	char line[512];
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned p, state;
+		unsigned long uid, ino;
+		uint8_t a[16] = {0};
+		if (tcp_line(line, v6, a, &p, &state, &uid, &ino) || state != 0x0A /* LISTEN */ ||
+		    p != port)
+			continue;
+		static const uint8_t any[16];
+		int exact = v6 ? (!memcmp(a, ndp_imds_addr[0], 16) || !memcmp(a, ndp_imds_addr[1], 16))
+			       : !memcmp(a, want4, 4);
+		if (!exact && memcmp(a, any, v6 ? 16 : 4) != 0)
+			continue;
+		char ip[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN + 60];
+		int h = holds(pid, ino);
+		ntop(v6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+		snprintf(s, sizeof(s), v6 ? "[%s]:%u (uid %lu), %s" : "%s:%u (uid %lu), %s", ip, p, uid,
+			 h > 0 ? "held by the sidecar" : h < 0 ? "holder unknown" : "held by another process");
+		o_str(o, NULL, s);
+		if (exact && !v6 && h > 0)
+			*bound = 1;
+	}
+	(void)fclose(f);
+}
+
+static void put_listener(struct out *o, const struct imds_config *c, long pid, unsigned lport)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int bound = 0;
+	o_obj(o, "listener");
+	o_str(o, "address", c->listen_addr);
+	if (!c->listen_addr || addr_parse(c->listen_addr, &ss, &sl) || ss.ss_family != AF_INET) {
+		o_str(o, "note", "not an IPv4 address: not looked for");
+		o_close(o);
+		return;
+	}
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+	/* passt's pods: the agent's listener is on another port (plumb.h
+	 * PLUMB_PASST_LPORT), which its "listen" line names */
+	uint16_t port = lport ? (uint16_t)lport : ntohs(sin->sin_port);
+	o_num(o, "port", port);
+	o_arr(o, "sockets");
+	scan_tcp(o, 0, (const uint8_t *)&sin->sin_addr, port, pid, &bound);
+	scan_tcp(o, 1, NULL, port, pid, &bound);
+	o_close(o);
+	o_bool(o, "bound", bound);
+	o_close(o);
+}
+
 /* ---- the subcommand ------------------------------------------------------------- */
 
 int diag_main(int argc, char **argv, const char *version)
@@ -649,10 +815,12 @@ int diag_main(int argc, char **argv, const char *version)
 	o_str(&o, "diag_version", version);
 	if (!full)
 		o_str(&o, "config_error", err);
-	put_status(&o, &c);
+	unsigned lport = 0;
+	long pid = put_status(&o, &c, &lport);
 	if (full)
 		put_serving(&o, &c);
 	put_interfaces(&o, &c);
+	put_listener(&o, &c, pid, lport);
 	put_plumbing(&o);
 	if (json)
 		sbuf_puts(&b, "}\n");

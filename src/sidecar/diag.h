@@ -24,12 +24,19 @@ void diag_status_start(const char *state_dir, const char *version);
  * changed.  detail may be NULL. */
 void diag_status_set(const char *state, const char *detail);
 
+/* Agent mode (nodelink.c): what the node agent said, each a line of the
+ * status file: "agent" (connected or not, since when), "guard" (in place:
+ * its generation, when), "listen" (the listeners it passed: their addresses
+ * and interface).  Rewrites the file when the value changed. */
+enum diag_agent_key { DIAG_AGENT, DIAG_GUARD, DIAG_LISTEN };
+void diag_status_agent(enum diag_agent_key k, const char *value);
+
 /* The status file's reader (pure: bytes in, spans out).  Lines are "KEY
- * VALUE" (version, pid, started, updated, state, serving, errors_total; the
- * last of a key wins) and "error VALUE" (in order, at most
+ * VALUE" (version, pid, started, updated, state, serving, errors_total,
+ * agent, guard, listen; the last of a key wins) and "error VALUE" (in order, at most
  * DIAG_STATUS_MAX_ERRORS kept); anything else is skipped.  Each span points
  * into buf and holds no newline.  A fuzz target holds it to that. */
-#define DIAG_STATUS_NKEYS 7
+#define DIAG_STATUS_NKEYS 10
 #define DIAG_STATUS_MAX_ERRORS 16
 struct diag_span {
 	const char *p; /* NULL: absent */

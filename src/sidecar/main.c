@@ -136,8 +136,7 @@ static int cmd_server(int argc, char **argv, int networked)
 		 * before it is one line of its own). */
 		log_info("imds-server %s (run%s)", IMDS_VERSION, agent ? ", agent mode" : "");
 		diag_status_start(cfg.state_dir, IMDS_VERSION);
-		if (agent) /* the network half is imds-node's: diag shows its errors only */
-			diag_status_set("agent", "the network half is the node agent's (imds-node)");
+		/* agent mode: nodelink records what the node agent says */
 		status = agent ? nodelink_run(l, imds_app_http(app), &cfg, agent_socket())
 			       : run_main(l, app, &cfg);
 		goto out;

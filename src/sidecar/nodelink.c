@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "addr.h"
+#include "diag.h"
 #include "log.h"
 #include "nodemsg.h"
 #include "plan.h"
@@ -34,6 +37,7 @@ struct link {
 	unsigned nlis;
 	int draining, guarded;
 	uint64_t start_ms, generation;
+	char told[NODEMSG_REASON_MAX + 1]; /* the agent's last "serving" */
 };
 
 /* ---- shared by run and await --------------------------------------------- */
@@ -223,6 +227,58 @@ static int is_tcp_listener(int fd)
 
 /* ---- run ----------------------------------------------------------------- */
 
+/* diag's view (diag.h): the time now, as the status file's stamps */
+static void stamp(char out[32])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	if (strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		out[0] = '\0';
+}
+
+/* "HEAD (since TIME[, TAIL])" */
+static void status_agent(enum diag_agent_key key, const char *head, const char *tail)
+{
+	char v[256], at[32];
+	stamp(at);
+	snprintf(v, sizeof(v), "%s (since %s%s%s)", head, at, tail ? ", " : "", tail ? tail : "");
+	diag_status_agent(key, v);
+}
+
+/* The state diag shows: serving once the agent passed listeners and said
+ * it serves a tap (or passt); what it serves in the agent's words. */
+static void status_serving(const struct link *k)
+{
+	int serving = k->nlis && k->told[0] && strncmp(k->told, "nothing", 7) != 0;
+	diag_status_set(serving ? "serving" : "waiting",
+			k->told[0] ? k->told : "nothing yet: the node agent has not said");
+}
+
+/* "169.254.169.254:80, [fd00:ec2::254]:80 on veth-imds (generation 2)" */
+static void status_listen(const struct link *k, uint64_t generation)
+{
+	char v[256], a[80], dev[IF_NAMESIZE] = "?";
+	size_t at = 0;
+	int ifi = 0;
+	socklen_t il = sizeof(ifi);
+
+	v[0] = '\0';
+	for (unsigned i = 0; i < k->nlis && at < sizeof(v); i++) {
+		int n = snprintf(v + at, sizeof(v) - at, "%s%s", i ? ", " : "",
+				 addr_local(k->lis[i], a, sizeof(a)));
+		if (n > 0)
+			at += (size_t)n;
+	}
+	if (k->nlis && !getsockopt(k->lis[0], SOL_SOCKET, SO_BINDTOIFINDEX, &ifi, &il) && ifi > 0 &&
+	    !if_indextoname((unsigned)ifi, dev))
+		snprintf(dev, sizeof(dev), "#%d", ifi);
+	if (at < sizeof(v))
+		snprintf(v + at, sizeof(v) - at, "%s%s (generation %llu)", k->nlis ? " on " : "none",
+			 k->nlis ? dev : "", (unsigned long long)generation);
+	diag_status_agent(DIAG_LISTEN, v);
+}
+
 static int listeners_gone(struct link *k)
 {
 	for (unsigned i = 0; i < k->nlis; i++)
@@ -275,6 +331,8 @@ static void take_listeners(struct link *k, const struct nodemsg *m, int *fds, un
 		 k->cfg->hop_limit);
 	log_info("net: ready %llu ms after start",
 		 (unsigned long long)(loop_clock_ms() - k->start_ms));
+	status_listen(k, m->generation);
+	status_serving(k);
 }
 
 static void drop_conn(struct link *k, const char *why)
@@ -287,6 +345,7 @@ static void drop_conn(struct link *k, const char *why)
 	log_info("net: %s; %s", why,
 		 k->nlis ? "serving on the listeners it gave until it comes back"
 			 : "waiting for it to come back");
+	status_agent(DIAG_AGENT, "not connected", why);
 }
 
 static void on_agent(struct loop *l, int fd, void *data, int mask)
@@ -325,6 +384,11 @@ static void on_agent(struct loop *l, int fd, void *data, int mask)
 					 (unsigned long long)m.generation,
 					 (unsigned long long)(loop_clock_ms() - k->start_ms));
 			k->guarded = 1;
+			{
+				char g[48];
+				snprintf(g, sizeof(g), "generation %llu", (unsigned long long)m.generation);
+				status_agent(DIAG_GUARD, "in place", g);
+			}
 			break;
 		case NODEMSG_LISTENERS:
 			take_listeners(k, &m, fds, nfds);
@@ -332,6 +396,11 @@ static void on_agent(struct loop *l, int fd, void *data, int mask)
 		case NODEMSG_REFUSED:
 			close_fds(fds, nfds);
 			log_error("net: the node agent refused this pod: %s", m.reason);
+			break;
+		case NODEMSG_SERVING:
+			close_fds(fds, nfds);
+			snprintf(k->told, sizeof(k->told), "%s", m.reason);
+			status_serving(k);
 			break;
 		default:
 			close_fds(fds, nfds);
@@ -366,6 +435,7 @@ static void on_accept(struct loop *l, int fd, void *data, int mask)
 		}
 		k->conn = c;
 		log_info("net: the node agent connected");
+		status_agent(DIAG_AGENT, "connected", NULL);
 	}
 }
 
@@ -409,6 +479,10 @@ int nodelink_run(struct loop *l, struct http_server *http, const struct imds_con
 		goto out;
 	}
 	loop_timer_arm(k.tfd, k.start_ms + MISSING_FIRST_MS);
+	diag_status_set("waiting", "nothing yet: waiting for the node agent (imds-node)");
+	status_agent(DIAG_AGENT, "not connected yet", NULL);
+	diag_status_agent(DIAG_GUARD, "not in place yet: the node agent has not said");
+	diag_status_agent(DIAG_LISTEN, "none yet: the node agent has passed none");
 	log_info("net: agent mode: no network change from this process; waiting for the node "
 		 "agent on %s",
 		 sock_path);

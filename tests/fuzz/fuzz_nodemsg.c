@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (m.type < NODEMSG_CONFIG || m.type > NODEMSG_REFUSED)
+	if (m.type < NODEMSG_CONFIG || m.type > NODEMSG_SERVING)
 		abort();
 	if (m.type == NODEMSG_CONFIG && (m.port < 1 || m.port > 65535 || m.hops < 1 || m.hops > 64))
 		abort();

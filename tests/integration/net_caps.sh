@@ -37,6 +37,9 @@ CAPS_ENV=(IMDS_TOKEN_PATH="$CAPS_DIR/tokens/token" IMDS_USER_DATA_FILE="$CAPS_DI
 in_pod sysctl -qw net.ipv4.conf.all.rp_filter=1
 sys0="$(sysctl_pod all/rp_filter) $(sysctl_pod all/arp_ignore) $(sysctl_pod default/arp_ignore)"
 
+# The node's side, from before the sidecar's first start to the end: no
+# packet for 169.254.169.254 (or its IPv6 addresses) leaves the pod.
+node_capture_start
 IMDS_WRAP=(capsh --keep=1 --user=nobody --inh="$CAPS" --addamb="$CAPS" -- -c 'exec "$@"' imds)
 imds_start "${CAPS_ENV[@]}"
 if imds_wait_serving 1 10; then ok "run under capsh: serving"; else not_ok "run under capsh: serving" "$(imds_log_tail)"; fi
@@ -76,6 +79,7 @@ expect_eq "SIGTERM: exit 0" 0 "$IMDS_STATUS"
 expect_eq "pod-wide all.rp_filter, all.arp_ignore, default.arp_ignore unchanged" "$sys0" \
 	"$(sysctl_pod all/rp_filter) $(sysctl_pod all/arp_ignore) $(sysctl_pod default/arp_ignore)"
 
+node_capture_check "from both guest kinds and through the restore, under capsh"
 out=$(ip netns exec "$NS_POD" env -i PATH="$PATH" IMDS_INTERFACES=default:masquerade:tap0 \
 	capsh --keep=1 --user=nobody --inh="$CAPS" --addamb="$CAPS" -- -c 'exec "$@"' imds "$IMDS_SERVER" init 2>&1)
 expect_eq "init under capsh: exit 0" 0 "$?"

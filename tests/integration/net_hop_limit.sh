@@ -39,6 +39,9 @@ served() { # ns url -> "200", or "no answer" (connect timed out)
 	echo "$code"
 }
 
+# The node's side, from before the sidecar's first start to the end: no
+# packet for 169.254.169.254 (or its IPv6 addresses) leaves the pod.
+node_capture_start
 for hops in default 1 2 64; do
 	if [[ $hops == default ]]; then imds_start IMDS_INTERFACES=default:masquerade:tap0; else imds_start IMDS_INTERFACES=default:masquerade:tap0 IMDS_HOP_LIMIT="$hops"; fi
 	want=$([[ $hops == default ]] && echo 1 || echo "$hops")
@@ -77,6 +80,7 @@ for hops in 1 2; do
 	expect_eq "serve, hop limit $hops: the guest, the workload it routes" "$want" "$got"
 done
 
+node_capture_check "while the guest and the workload it routes asked (every hop limit, run and serve)"
 for bad in 0 65 x; do
 	out=$(in_pod env IMDS_NAMESPACE=default IMDS_VM_NAME=netvm IMDS_HOP_LIMIT="$bad" \
 		"$IMDS_SERVER" serve --listen 127.0.0.1:0 2>&1)

@@ -28,6 +28,9 @@ expect_eq "pod netns starts with all.arp_ignore 0" 0 "$(sysctl_pod all/arp_ignor
 tap_add tap1 k6t-eth0 1400 && guest_attach "$NS_OTHER" tap1 masquerade 52:54:00:aa:bb:cc 10.0.2.3
 guest_attach "$NS_VM" tap0 masquerade
 
+# The node's side, from before the sidecar's first start to the end: no
+# packet for 169.254.169.254 (or its IPv6 addresses) leaves the pod.
+node_capture_start
 imds_start IMDS_INTERFACES=default:masquerade:tap0
 imds_wait_serving 1 10
 t0=$(now_ms)
@@ -79,5 +82,8 @@ out=$(in_vm "$PY" "$ARP_PROBE" eth0 10.0.2.1 --sender-ip 10.0.2.2)
 if grep -q '"replies": 1' <<<"$out"; then ok "... while it still answers for the gateway 10.0.2.1"; else not_ok "... while it still answers for the gateway 10.0.2.1" "$out"; fi
 expect_eq "per-device: veth-imds arp_ignore 8; the bridge and all.* untouched" "0 8 0" \
 	"$(sysctl_pod k6t-eth0/arp_ignore) $(sysctl_pod veth-imds/arp_ignore) $(sysctl_pod all/arp_ignore)"
+# (the node's own request to .254 via the pod, from its address 192.168.100.1,
+# and whatever answer it got, are the node's: counted out)
+node_capture_check "from the VM or the other host on the bridge, served or not" "not host 192.168.100.1"
 if imds_log_clean; then ok "server log free of sanitizer reports"; else not_ok "server log free of sanitizer reports"; fi
 tap_done

@@ -23,6 +23,9 @@ fi
 # who says what of the network: the sidecar, or in agent mode the agent
 says='net: '
 [[ $IMDS_NET_MODE_TEST == agent ]] && says='imds-node info: pod [^ ]*: '
+# The node's side, from before the sidecar's first start to the end: no
+# packet for 169.254.169.254 (or its IPv6 addresses) leaves the pod.
+node_capture_start
 imds_start IMDS_INTERFACES=default:masquerade:tap0
 for _ in $(seq 200); do grep -q 'waiting for the VM' "$IMDS_LOG" && break; sleep 0.01; done
 if grep -qE "${says}waiting for the VM's tap\(s\): tap0" "$IMDS_LOG"; then ok "run: waits for tap0 and says so"; else not_ok "run: waits for tap0 and says so" "$(imds_log_tail)"; fi
@@ -91,5 +94,6 @@ t0=$(now_ms)
 imds_stop
 expect_eq "SIGTERM while waiting: exit 0" 0 "$IMDS_STATUS"
 if (($(now_ms) - t0 < 1000)); then ok "SIGTERM while waiting: prompt"; else not_ok "SIGTERM while waiting: prompt"; fi
+node_capture_check "before the tap, with it, after it went and came back"
 if imds_log_clean; then ok "server log free of sanitizer reports"; else not_ok "server log free of sanitizer reports"; fi
 tap_done

@@ -22,6 +22,9 @@ if ! ns_setup || ! node_link 1400 || ! launcher_masquerade || ! guest_attach "$N
 fi
 in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=8
 
+# The node's side, from before the sidecar's first start to the end: no
+# packet for 169.254.169.254 (or its IPv6 addresses) leaves the pod.
+node_capture_start
 imds_start IMDS_INTERFACES=default:masquerade:tap0
 if imds_wait_serving 1 10; then
 	ok "run: serving"
@@ -103,5 +106,6 @@ else
 fi
 expect_eq "pod all.arp_ignore is still the test's 8" 8 "$(sysctl_pod all/arp_ignore)"
 imds_stop
+node_capture_check "from the link-local guests, the responder running or stopped"
 if imds_log_clean; then ok "server log free of sanitizer reports"; else not_ok "server log free of sanitizer reports" "$(grep -A20 -E 'Sanitizer|runtime error' "$NET_TMP"/*.log | head -40)"; fi
 tap_done

@@ -37,6 +37,8 @@ for mode in ${NET_MODES:-linklocal masquerade}; do
 		exit 1
 	fi
 	[[ $mode == linklocal ]] && in_pod sysctl -qw net.ipv4.conf.all.arp_ignore=8
+	# the node's side, while the guest asks through every break below
+	node_capture_start
 	imds_start IMDS_INTERFACES=default:masquerade:tap0
 	if imds_wait_serving 1 10 && guest_get "$NS_VM" /healthz >/dev/null; then
 		ok "$mode: served"
@@ -61,6 +63,7 @@ for mode in ${NET_MODES:-linklocal masquerade}; do
 	if ((n >= 7 && m >= 2)); then ok "$mode: $n plumbing restorations and $m rule reprogrammings logged"; else not_ok "$mode: restorations logged" "$n $m" "$(imds_log_tail 30)"; fi
 	imds_stop
 	expect_eq "$mode: SIGTERM exit 0" 0 "$IMDS_STATUS"
+	node_capture_check "from the $mode guest through every break and restore"
 done
 if imds_log_clean; then ok "server logs free of sanitizer reports"; else not_ok "server logs free of sanitizer reports"; fi
 tap_done

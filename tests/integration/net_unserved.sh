@@ -22,6 +22,9 @@ fi
 expect_eq "launcher as KubeVirt builds it: the CNI's macvtap pod$H, no bridge, no tap" "macvtap 0" \
 	"$(in_pod ip -d -o link show "pod$H" | grep -o macvtap | head -1) $(in_pod ip -o link show type bridge | wc -l)"
 
+# The node's side (the pod's eth0 and the macvtap's parent), from before the
+# sidecar's first start to the end: nothing for 169.254.169.254 leaves the pod.
+node_capture_start cali0 phys0
 imds_start IMDS_INTERFACES="$NET:tap,vf:sriov,x:unknown"
 for _ in $(seq 200); do grep -q 'stays idle' "$IMDS_LOG" && break; sleep 0.01; done
 for want in "interface $NET (tap) cannot be served: the plugin's device (macvtap)" \
@@ -63,6 +66,7 @@ if launcher_masquerade && guest_attach "$NS_VM" tap0 masquerade; then
 else
 	not_ok "masquerade launcher beside the macvtap one"
 fi
+node_capture_check "idle, and serving masquerade beside SR-IOV"
 # Bad IMDS_INTERFACES: a clear error naming it, exit 2.
 for bad in "default:masquerade" "a:passt:tap0" "a:bridge:eth0" "a:b:c:d" "a:bridge:tap0,b:bridge:tap0" ","; do
 	out=$(in_pod env IMDS_NAMESPACE=default IMDS_VM_NAME=netvm IMDS_INTERFACES="$bad" "$IMDS_SERVER" run 2>&1)

@@ -74,7 +74,9 @@ sidecar_start "$UID_A" "$NS_A" "$NET_TMP/sidecar-a.log" IMDS_INTERFACES=default:
 PID_A=$SIDECAR_PID
 sidecar_start "$UID_B" "$NS_B" "$NET_TMP/sidecar-b.log" IMDS_INTERFACES=default:bridge:tap0
 PID_B=$SIDECAR_PID
-sidecar_start "$UID_P" "$NS_P" "$NET_TMP/sidecar-p.log" IMDS_INTERFACES=default:passt
+# (a state folder, as the webhook's emptyDir, for diag below)
+mkdir -p "$NET_TMP/state-p" && chmod 0777 "$NET_TMP/state-p"
+sidecar_start "$UID_P" "$NS_P" "$NET_TMP/sidecar-p.log" IMDS_INTERFACES=default:passt IMDS_STATE_DIR="$NET_TMP/state-p"
 for x in a b p; do
 	if wait_for_line "$NET_TMP/sidecar-$x.log" 'net: serving .* from the node agent' 15; then
 		ok "pod $x: the sidecar serves on the agent's listeners"
@@ -98,6 +100,15 @@ out=$(ip netns exec "$VM_P" curl -sS -g --max-time 3 -H 'Metadata: true' "http:/
 if grep -q "\"vmName\":\"vm-$UID_P\"" <<<"$out"; then ok "passt guest served over IPv6 ([fd00:ec2::254], a listener the agent passed)"; else not_ok "passt guest served over IPv6" "$out"; fi
 # (on port 50254 where passt serves, docs/sidecar.md "Every port passt forwards")
 if grep -q 'serving 169.254.169.254:50254 and IPv6 on 3 listener' "$NET_TMP/sidecar-p.log"; then ok "passt pod: three listeners passed (169.254.169.254, fd00:ec2::254, fe80::a9fe:a9fe; port 50254)"; else not_ok "passt pod: three listeners passed" "$(grep 'net: serving' "$NET_TMP/sidecar-p.log")"; fi
+# diag in the passt pod, as kubectl exec runs it (UID 107, no capability):
+# the agent's word and the listener on the port it names
+out=$(ip netns exec "$NS_P" env IMDS_NAMESPACE=default IMDS_VM_NAME="vm-$UID_P" IMDS_INTERFACES=default:passt \
+	IMDS_STATE_DIR="$NET_TMP/state-p" setpriv --reuid 107 --regid 107 --clear-groups --inh-caps=-all \
+	--bounding-set=-all "$IMDS_SERVER" diag --json 2>&1)
+expect_eq "passt pod: diag says serving passt, the listener on 50254 bound and held by the sidecar" \
+	"serving|passt (over the pod's loopback)|50254|True|True" \
+	"$("$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); s = d["sidecar"]; l = d["listener"]
+print("|".join(str(x) for x in (s["state"], s["serving"], l["port"], l["bound"], "169.254.169.254:50254 (uid 0), held by the sidecar" in l["sockets"])))' "$out" 2>&1)"
 
 # ---- probe and await ------------------------------------------------------
 # probe_in UID NS: `imds-server probe` as the sidecar runs it (107, in the pod)

@@ -37,8 +37,10 @@
 #                                 line "# imds-net-mode: agent" (lines 2-12),
 #                                 else pod
 #   agent_metric NAME             agent mode: a sample of that imds-node's /metrics
-#   node_capture_start / node_capture_count   tcpdump on the node for 169.254.169.254,
-#                                 its IPv6 addresses and solicitations for them
+#   node_capture_start / node_capture_count [FILTER]   tcpdump on the node for
+#                                 169.254.169.254, its IPv6 addresses and
+#                                 solicitations for them
+#   node_capture_check WHAT [FILTER]   node_capture_count as a TAP line (0 or not ok)
 #   count_plumbing / pod_refused  what the sidecar built; a process of the pod refused
 #   wait_for_line FILE REGEX [S]  until FILE has a line matching REGEX
 #   in_pod/in_vm/in_node CMD...
@@ -1064,15 +1066,29 @@ node_capture_start() {
 	done
 	NODE_CAP_IFS=("${ifs[@]}")
 }
+# node_capture_count [FILTER]: FILTER (pcap) counts only the packets it
+# matches, e.g. the pod's own frames where the node itself talked to the pod.
 node_capture_count() {
 	local p f n=0 c
 	sleep 0.2 # what is in flight reaches the capture
 	for p in "${NODE_CAPS[@]}"; do kill -INT "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	for f in "${NODE_CAP_IFS[@]}"; do
-		c=$(tcpdump -n -r "$NET_TMP/$NS_NODE-$f.pcap" 2>/dev/null | wc -l)
+		c=$(tcpdump -n -r "$NET_TMP/$NS_NODE-$f.pcap" ${1:+"$1"} 2>/dev/null | wc -l)
 		n=$((n + c))
 	done
 	echo "$n"
+}
+# node_capture_check WHAT [FILTER]: node_capture_count [FILTER] as a TAP
+# line, ok at 0 packets, else not ok with the first of them.
+node_capture_check() {
+	local n
+	n=$(node_capture_count "${2:-}")
+	if [[ $n == 0 ]]; then
+		ok "the node's side captured no packet for 169.254.169.254, fd00:ec2::254 or fe80::a9fe:a9fe $1 (0 packets)"
+	else
+		not_ok "the node's side captured no packet for 169.254.169.254, fd00:ec2::254 or fe80::a9fe:a9fe $1" \
+			"$n packets" "$(node_capture_show)"
+	fi
 }
 node_capture_show() {
 	local f

@@ -79,6 +79,10 @@ static void test_agent_messages(void **state)
 	m = (struct nodemsg){.type = NODEMSG_REFUSED};
 	snprintf(m.reason, sizeof(m.reason), "interfaces: entry 1: unknown binding 'x'");
 	roundtrip(&m, "imds-node 1 refused interfaces: entry 1: unknown binding 'x'\n");
+	m = (struct nodemsg){.type = NODEMSG_SERVING};
+	snprintf(m.reason, sizeof(m.reason), "tap0 (default, masquerade), tap1 (blue, bridge)");
+	roundtrip(&m, "imds-node 1 serving tap0 (default, masquerade), tap1 (blue, bridge)\n");
+	assert_string_equal(nodemsg_type_name(NODEMSG_SERVING), "serving");
 }
 
 static void test_encode_refuses(void **state)
@@ -131,6 +135,9 @@ static void test_decode_refuses(void **state)
 	refused("imds-node 1 listeners 1\n", -EINVAL, "a generation from 1 and a count");
 	refused("imds-node 1 refused \n", -EINVAL, "printable text");
 	refused("imds-node 1 refused a\tb\n", -EINVAL, "printable text");
+	refused("imds-node 1 serving \n", -EINVAL, "'serving': want printable text");
+	refused("imds-node 1 serving tap0\x7f\n", -EINVAL, "'serving': want printable text");
+	refused("imds-node 1 serving tap0\nmore\n", -EINVAL, "line 2: unexpected");
 	refused("imds-node 1 hello\n", -EINVAL, "unknown type");
 	refused("imds-node 1 config\n", -EINVAL, "line 1: want 'vm");
 	refused("imds-node 1 config\nvm default\nport 80\nhops 1\n", -EINVAL, "line 2: 'vm'");

@@ -126,6 +126,21 @@ static void test_status_file(void **state)
 	diag_status_parse(t, strlen(t), &ds);
 	assert_string_equal(sp(ds.key[4]), "serving");
 	assert_string_equal(sp(ds.key[5]), "tap0 (default, masquerade)");
+	/* pod mode: no agent lines */
+	assert_null(ds.key[7].p);
+	assert_null(ds.key[9].p);
+	/* agent mode: what the node agent said, each its own line */
+	diag_status_agent(DIAG_AGENT, "connected (since 2026-01-02T03:04:05Z)");
+	diag_status_agent(DIAG_GUARD, "in place (since 2026-01-02T03:04:05Z, generation 1)");
+	diag_status_agent(DIAG_LISTEN, "169.254.169.254:80 on veth-imds (generation 2)");
+	diag_status_agent((enum diag_agent_key)7, "ignored"); /* no such key: no crash */
+	t = status_text();
+	diag_status_parse(t, strlen(t), &ds);
+	assert_string_equal(diag_status_keys[7], "agent");
+	assert_string_equal(sp(ds.key[7]), "connected (since 2026-01-02T03:04:05Z)");
+	assert_string_equal(sp(ds.key[8]), "in place (since 2026-01-02T03:04:05Z, generation 1)");
+	assert_string_equal(sp(ds.key[9]), "169.254.169.254:80 on veth-imds (generation 2)");
+	assert_null(strstr(t, "ignored"));
 
 	/* An error line rewrites it: counted, and the message listed. */
 	log_error("diag test: a line\nwith a newline");
