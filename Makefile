@@ -266,7 +266,7 @@ test:
 	@t0=$$(date +%s); hack/install-deps.sh build test vm kube deploy lint && \
 		IMDS_INSTALL_SECONDS=$$(( $$(date +%s) - t0 )) tests/run.sh
 
-## demo: a guest fetching its metadata from the sidecar, shown step by step
+## demo: a guest fetching its metadata from the sidecar (agent mode, as installed), shown step by step
 demo:
 	@hack/install-deps.sh build test
 	@hack/demo.sh
@@ -361,7 +361,9 @@ NODE_IMAGE ?= kubevirt-imds-node:$(IMAGE_TAG)
 DOCKER ?= docker
 KIND ?= kind
 KUBECTL ?= kubectl
-# manual: hack/generate-certs.sh; cert-manager: cert-manager must be installed
+# manual: hack/generate-certs.sh; cert-manager: cert-manager must be installed;
+# both with the node agent imds-node (the webhook's default --network-mode
+# agent); pod-mode (certificates as manual): no agent, privileged launcher pods
 OVERLAY ?= manual
 
 .PHONY: static-webhook static-webhook-bin docker-build docker-build-server docker-build-webhook docker-build-node docker-build-all \
@@ -398,10 +400,13 @@ deploy-webhook:
 
 deploy:
 	@$(MAKE) --no-print-directory deploy-webhook
-ifeq ($(OVERLAY),manual)
+ifneq ($(OVERLAY),cert-manager)
 	@$(MAKE) --no-print-directory generate-certs
 endif
 	$(KUBECTL) --context $(KUBE_CONTEXT) -n kubevirt-imds rollout status deployment/imds-webhook --timeout=180s
+ifneq ($(OVERLAY),pod-mode)
+	$(KUBECTL) --context $(KUBE_CONTEXT) -n kubevirt-imds-node rollout status daemonset/imds-node --timeout=180s
+endif
 
 generate-certs:
 	KUBECTL=$(KUBECTL) hack/generate-certs.sh --context $(KUBE_CONTEXT)
@@ -409,7 +414,7 @@ generate-certs:
 undeploy:
 	$(KUBECTL) --context $(KUBE_CONTEXT) delete -k deploy/overlays/$(OVERLAY) --ignore-not-found
 
-## release: versioned manifests (manual, cert-manager, agent) with every image pinned, in
+## release: versioned manifests (manual, cert-manager, pod-mode) with every image pinned, in
 ## RELEASE_DIR/kubevirt-imds-VERSION/ (RELEASE_REGISTRY=quay.io/you required;
 ## SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST=sha256:... pin by digest)
 RELEASE_REGISTRY ?=
@@ -434,8 +439,8 @@ help-deploy:
 	@echo "  docker-build   docker-build-server + docker-build-webhook + docker-build-node (docker-build-all: the same)"
 	@echo "                 images $(SERVER_IMAGE), $(WEBHOOK_IMAGE), $(NODE_IMAGE) (IMAGE_TAG=$(IMAGE_TAG))"
 	@echo "  kind-load      kind-load-all: the three images into kind cluster KIND_CLUSTER_NAME=$(KIND_CLUSTER_NAME)"
-	@echo "  deploy         deploy-webhook, then generate-certs when OVERLAY=manual, then wait for the rollout"
-	@echo "  deploy-webhook kubectl --context KUBE_CONTEXT apply -k deploy/overlays/OVERLAY (manual|cert-manager)"
+	@echo "  deploy         deploy-webhook, then generate-certs (but OVERLAY=cert-manager), then wait for the rollouts"
+	@echo "  deploy-webhook kubectl --context KUBE_CONTEXT apply -k deploy/overlays/OVERLAY (manual|cert-manager|pod-mode)"
 	@echo "  generate-certs hack/generate-certs.sh --context KUBE_CONTEXT (CA, Secret, caBundle)"
 	@echo "  undeploy       delete what deploy-webhook applied"
 	@echo "  test-e2e       tests/e2e/run.sh: kind + KubeVirt + VMs from deploy/test"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # make demo: a virt-launcher pod built as KubeVirt builds the masquerade
-# binding (tests/lib/netns.sh) and its VM in network namespaces, `imds-server
-# run` serving it as the webhook would start it, and the guest fetching its
+# binding (tests/lib/netns.sh) and its VM in network namespaces, served as the
+# default install serves it (the webhook's --network-mode agent): `imds-server
+# run` as the webhook injects it, UID 107 with no capability, in the pod's
+# cgroup and its imds-node folder, and `imds-node` (the DaemonSet) building the
+# pod's network half from the node (tests/lib/podfolder.sh, a kubelet-style
+# pods folder); the guest fetching its
 # data the way a booting cloud image does (Debian's real cloud-init) through
 # its tap, steered to the sidecar — first a masquerade guest (10.0.2.2 via
 # gateway 10.0.2.1), then a guest with only a link-local address, reached
@@ -17,6 +21,10 @@ if ((EUID != 0)); then
 fi
 make --no-print-directory all build/debug/tests/tapwire >/dev/null
 IMDS_SERVER=$REPO/build/debug/imds-server
+# The default network mode: netns.sh sources podfolder.sh (imds-node, the
+# pods folder, the pods' cgroups) and waits on the agent's lines.
+# shellcheck disable=SC2034 # read by netns.sh
+IMDS_TEST_NET_MODE=agent
 # shellcheck source=../tests/lib/netns.sh
 . tests/lib/netns.sh
 
@@ -54,23 +62,31 @@ pod ip -br addr
 pod ip route
 pod nft list chain ip nat KUBEVIRT_PREINBOUND
 
-say "imds-server run starts in the pod (env and files as the webhook injects them)"
-ip netns exec "$NS_POD" env IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm \
+say "imds-node runs on the node (the DaemonSet), imds-server run starts in the pod as UID 107 with no capability (env and files as the webhook injects them)"
+POD_UID=$(imds_pod_uid)
+pod_folder "$POD_UID" >/dev/null
+pod_cgroup "$POD_UID" >/dev/null
+chmod -R a+rX "$NET_TMP/tokens" "$NET_TMP/podinfo"
+agent_start "$IMDS_LOG"
+sidecar_exec "$POD_UID" "$NS_POD" "$IMDS_LOG" IMDS_NAMESPACE=demo IMDS_VM_NAME=demo-vm \
 	IMDS_POD_NAME=virt-launcher-demo-vm-x7k2p IMDS_SA_NAME=default \
 	IMDS_TOKEN_PATH="$NET_TMP/tokens/token" \
 	IMDS_USER_DATA_FILE="$NET_TMP/podinfo/user-data" \
 	IMDS_VENDOR_DATA_FILE="$NET_TMP/podinfo/vendor-data" \
 	IMDS_NETWORK_CONFIG_FILE="$NET_TMP/podinfo/network-config" \
-	IMDS_INTERFACES=default:masquerade:tap0,ll:masquerade:tap1 \
-	"$IMDS_SERVER" run >>"$IMDS_LOG" 2>&1 &
-IMDS_PID=$!
+	IMDS_INTERFACES=default:masquerade:tap0,ll:masquerade:tap1 -- "$IMDS_SERVER" run
+IMDS_PID=$SIDECAR_PID
+# imds_wait_serving: the agent's "serving" line, the sidecar's on the agent's
+# listeners, and the sidecar as UID 107 with no capability (imds_as_cluster).
 if ! imds_wait_serving 1 15; then
 	cat "$IMDS_LOG"
 	exit 1
 fi
 sed 's/^/    /' "$IMDS_LOG"
+printf '    the sidecar: %s; %s\n' "$(grep '^Uid:' "/proc/$IMDS_PID/status" | tr -s '\t ' ' ')" \
+	"$(grep '^CapEff:' "/proc/$IMDS_PID/status" | tr -s '\t ' ' ')"
 
-say "What it built: a veth pair on no bridge, the service's addresses, a return path, and the VM's taps steered to it"
+say "What the agent built in the pod: a veth pair on no bridge, the service's addresses, a return path, and the VM's taps steered to it"
 pod ip -br addr show veth-imds
 pod ip -br link show master k6t-eth0
 pod ip rule show
@@ -130,7 +146,8 @@ echo
 say "A process of the pod (the compute container's curl) is refused at once: only the VM is served"
 pod curl -sS -m 3 -H 'Metadata: true' http://169.254.169.254/v1/identity || true
 
-say "The sidecar's log (access lines: no token or user-data content)"
+say "The sidecar's and the agent's log (access lines: no token or user-data content)"
 imds_stop
+agent_stop
 sed 's/^/    /' "$IMDS_LOG"
 say "Done: SIGTERM exit status $IMDS_STATUS; namespaces and files are removed now"

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The manifests of a release (make release): deploy/overlays/manual,
-# deploy/overlays/cert-manager and deploy/overlays/agent rendered with
-# `kubectl kustomize`, every image reference pinned to the release —
-# REGISTRY/kubevirt-imds-webhook, the --imds-image= argument
-# REGISTRY/kubevirt-imds-server and (agent) the DaemonSet's
-# REGISTRY/kubevirt-imds-node, by the version's tag, or by digest when one is
-# given — and nothing left on the mutable :dev.
+# deploy/overlays/cert-manager (both with the node agent, the default) and
+# deploy/overlays/pod-mode rendered with `kubectl kustomize`, every image
+# reference pinned to the release — REGISTRY/kubevirt-imds-webhook, the
+# --imds-image= argument REGISTRY/kubevirt-imds-server and (but pod-mode) the
+# DaemonSet's REGISTRY/kubevirt-imds-node, by the version's tag, or by digest
+# when one is given — and nothing left on the mutable :dev.
 #
 #   hack/release.sh --version v0.1.0 --registry quay.io/example [--out dist]
 #                   [--server-digest sha256:...] [--webhook-digest sha256:...]
 #                   [--node-digest sha256:...]
 #
 # Writes OUT/kubevirt-imds-VERSION/{kubevirt-imds-manual.yaml,
-# kubevirt-imds-cert-manager.yaml,kubevirt-imds-agent.yaml,SHA256SUMS}. Refuses a version that is
+# kubevirt-imds-cert-manager.yaml,kubevirt-imds-pod-mode.yaml,SHA256SUMS}. Refuses a version that is
 # not a release (empty, "dev", a dirty tree's "-dirty") unless --allow-dirty.
 # KUBECTL (default kubectl) renders; it reaches no cluster.
 set -euo pipefail
@@ -75,7 +75,7 @@ NODE_REF=$(ref kubevirt-imds-node "$NODE_DIGEST")
 
 DEST=$OUT/kubevirt-imds-$VERSION
 mkdir -p "$DEST"
-for overlay in manual cert-manager agent; do
+for overlay in manual cert-manager pod-mode; do
 	file=$DEST/kubevirt-imds-$overlay.yaml
 	rendered=$("$KUBECTL" kustomize "deploy/overlays/$overlay") ||
 		die "kubectl kustomize deploy/overlays/$overlay failed"
@@ -91,7 +91,7 @@ for overlay in manual cert-manager agent; do
 	} >"$file.tmp"
 	grep -q "image: $WEBHOOK_REF\$" "$file.tmp" || die "$overlay: the webhook image was not pinned"
 	grep -q -- "--imds-image=$SERVER_REF\$" "$file.tmp" || die "$overlay: --imds-image was not pinned"
-	if [[ $overlay == agent ]]; then
+	if [[ $overlay != pod-mode ]]; then
 		grep -q "image: $NODE_REF\$" "$file.tmp" || die "$overlay: the node agent's image was not pinned"
 	fi
 	if grep -nE ':dev$|kubevirt-imds-(server|webhook|node)[:@][^ ]*$' "$file.tmp" |
@@ -100,6 +100,6 @@ for overlay in manual cert-manager agent; do
 	fi
 	mv "$file.tmp" "$file"
 done
-(cd "$DEST" && sha256sum kubevirt-imds-manual.yaml kubevirt-imds-cert-manager.yaml kubevirt-imds-agent.yaml >SHA256SUMS)
+(cd "$DEST" && sha256sum kubevirt-imds-manual.yaml kubevirt-imds-cert-manager.yaml kubevirt-imds-pod-mode.yaml >SHA256SUMS)
 printf 'release: %s: webhook %s, sidecar %s, node agent %s\n' "$DEST" "$WEBHOOK_REF" "$SERVER_REF" "$NODE_REF" >&2
 printf '%s\n' "$DEST"

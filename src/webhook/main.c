@@ -37,10 +37,11 @@ static const char usage[] =
 	"  --imds-image IMAGE         imds-server image to inject (required; $IMDS_IMAGE overrides)\n"
 	"  --sidecar-mode MODE        native (init container, restartPolicy Always; k8s >= 1.29)\n"
 	"                             or container (a plain container, older clusters)\n"
-	"  --network-mode MODE        pod (default: the sidecar builds its pod's network half,\n"
-	"                             as root with NET_ADMIN and NET_RAW: Pod Security privileged)\n"
-	"                             or agent (the imds-node DaemonSet builds it; the sidecar\n"
-	"                             runs as UID 107 with no capability: the pod keeps its level)\n"
+	"  --network-mode MODE        agent (default: the imds-node DaemonSet builds the pod's\n"
+	"                             network half; the sidecar runs as UID 107 with no\n"
+	"                             capability: the pod keeps its Pod Security level)\n"
+	"                             or pod (no DaemonSet: the sidecar builds it as root with\n"
+	"                             NET_ADMIN and NET_RAW: the pod becomes Pod Security privileged)\n"
 	"  --vendor-data-file FILE    cluster-wide vendor-data for pods that set none\n"
 	"  --sidecar-cpu Q            CPU request of the sidecar (default 10m)\n"
 	"  --sidecar-memory Q         memory request (default 16Mi)\n"
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
 	const char *listen_addr = ":8443";
 	const char *cert = "/etc/webhook/certs/tls.crt", *key = "/etc/webhook/certs/tls.key";
 	const char *image = NULL, *mode = "native", *vendor_file = NULL;
-	const char *net_mode = "pod";
+	const char *net_mode = "agent";
 	const char *cpu = "10m", *mem = "16Mi", *mem_limit = "32Mi", *plugin = NULL;
 	const char *def_eviction = NULL;
 	static struct ifc_plugin plugins[IFC_MAX_PLUGINS];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end on kind + KubeVirt (issue 5): create or reuse a kind cluster,
-# install KubeVirt, build and load both images, deploy the webhook (manual
-# certificates), start VMs from deploy/test/ and check from inside the guests
+# install KubeVirt, build and load the three images, deploy the webhook and
+# the node agent imds-node (deploy/overlays/manual: the default network mode,
+# agent; manual certificates), start VMs from deploy/test/ and check from inside the guests
 # over the serial console (virtctl console, driven by expect):
 #   - identity and a token with the Metadata header, 400 without it;
 #   - user-data applied by cloud-init (an Ubuntu cloud image);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # imds-variants: debug (variant-independent: tests/run.sh runs it in one build)
-# deploy/ (issue 5): the kustomize base and both overlays, rendered with the
+# deploy/ (issues 5, 29): the kustomize base (the webhook), deploy/node (the
+# node agent) and the overlays (manual and cert-manager: both; pod-mode: the
+# webhook with --network-mode=pod, no agent), rendered with the
 # kubectl of hack/build-kube-apiserver.sh, and the example VMs of deploy/test/
 # validate offline (npm kubernetes-models 4.x + js-yaml, installed into a
 # cache directory keyed by the package-lock, never into the repository), obey
@@ -63,7 +65,7 @@ fi
 KUBECTL_BIN=$KUBE_BIN_DIR/kubectl
 
 # --- render
-for o in base overlays/cert-manager overlays/manual overlays/monitoring node overlays/agent overlays/match-conditions; do
+for o in base overlays/cert-manager overlays/manual overlays/monitoring node overlays/pod-mode overlays/match-conditions; do
 	name=$(basename "$o")
 	if "$KUBECTL_BIN" kustomize "deploy/$o" >"$WORK/$name.yaml" 2>"$WORK/$name.err"; then
 		ok "kubectl kustomize deploy/$o"
@@ -74,15 +76,22 @@ done
 
 # The images as the Makefile tags them (IMAGE_TAG=dev) and as hack/release.sh
 # pins them: each through kustomize `images:`, the sidecar's as --imds-image.
-expect_eq "deploy/overlays/agent: the three image references are the Makefile's :dev ones" \
-	"--imds-image=kubevirt-imds-server:dev|image: kubevirt-imds-node:dev|image: kubevirt-imds-webhook:dev" \
-	"$(grep -oE -- '--imds-image=.*|image: .*' "$WORK/agent.yaml" | sort | paste -sd'|')"
+for name in manual cert-manager match-conditions; do
+	expect_eq "deploy/$name: the three image references are the Makefile's :dev ones" \
+		"--imds-image=kubevirt-imds-server:dev|image: kubevirt-imds-node:dev|image: kubevirt-imds-webhook:dev" \
+		"$(grep -oE -- '--imds-image=.*|image: .*' "$WORK/$name.yaml" | sort | paste -sd'|')"
+done
+for name in base pod-mode; do
+	expect_eq "deploy/$name: the webhook's two image references, no node agent's" \
+		"--imds-image=kubevirt-imds-server:dev|image: kubevirt-imds-webhook:dev" \
+		"$(grep -oE -- '--imds-image=.*|image: .*' "$WORK/$name.yaml" | sort | paste -sd'|')"
+done
 expect_eq "deploy/node: the agent's image is kubevirt-imds-node:dev, as make docker-build-node tags it" \
 	"image: kubevirt-imds-node:dev|kubevirt-imds-node:dev" \
 	"$(grep -oE 'image: .*' "$WORK/node.yaml" | paste -sd'|')|$(make -n --no-print-directory docker-build-node | sed -n 's/.* -t \([^ ]*\) .*/\1/p')"
 
 # --- offline validation
-for name in base cert-manager manual node agent; do
+for name in base cert-manager manual node pod-mode; do
 	validate "deploy/$name: every object validates; design policy holds" \
 		--policy "$name" "$WORK/$name.yaml"
 done
@@ -125,7 +134,12 @@ sed 's/^\( *\)readOnly: true$/\1readOnly: false/' "$WORK/node.yaml" >"$WORK/bad-
 expect_invalid "policy rejects a writable kubelet pod folder" "$WORK/bad-rw.yaml" --policy node
 sed 's/automountServiceAccountToken: false/automountServiceAccountToken: true/' "$WORK/node.yaml" >"$WORK/bad-token.yaml"
 expect_invalid "policy rejects a token in the agent" "$WORK/bad-token.yaml" --policy node
-expect_invalid "policy rejects the base's webhook (pod mode) as the agent overlay's" "$WORK/base.yaml" --policy agent
+expect_invalid "policy rejects the base (the agent's default) as pod-mode's" "$WORK/base.yaml" --policy pod-mode
+expect_invalid "policy rejects the base alone (no agent) as a default install" "$WORK/base.yaml" --policy manual
+expect_invalid "policy rejects pod-mode (no agent, --network-mode=pod) as a default install" "$WORK/pod-mode.yaml" --policy manual
+sed 's/^\( *\)- --network-mode=pod$/\1- --network-mode=agent/' "$WORK/pod-mode.yaml" >"$WORK/bad-pm.yaml"
+grep -q -- '--network-mode=agent' "$WORK/bad-pm.yaml" &&
+	expect_invalid "policy rejects pod-mode's webhook in agent mode with no agent" "$WORK/bad-pm.yaml" --policy pod-mode
 
 # The agent's pod as Pod Security sees it (psa-check, the upstream evaluator):
 # privileged only, for its host PID namespace, the hostPath and the
@@ -184,6 +198,9 @@ to120() { sed 's#^apiVersion: policy/v1$#apiVersion: policy/v1beta1#' "$1"; }
 # stored). kubernetes.io/metadata.name is set by the apiserver from 1.21 on.
 kctl create namespace kubevirt-imds >/dev/null
 kctl label namespace kubevirt-imds kubernetes.io/metadata.name=kubevirt-imds >/dev/null
+# The agent's namespace, for deploy/node's objects; the API
+# server's validation takes allowPrivilegeEscalation false with SYS_ADMIN.
+kctl create namespace kubevirt-imds-node >/dev/null
 to120 "$WORK/base.yaml" >"$WORK/base-120.yaml"
 dry_run "deploy/base: kubectl apply --dry-run=server (PDB as policy/v1beta1)" "$WORK/base-120.yaml"
 # The dry-run is not vacuous: a misspelt field is refused.
@@ -234,12 +251,9 @@ dry_run "deploy/overlays/cert-manager: kubectl apply --dry-run=server" "$WORK/ce
 to120 "$WORK/manual.yaml" >"$WORK/manual-120.yaml"
 dry_run "deploy/overlays/manual: kubectl apply --dry-run=server" "$WORK/manual-120.yaml"
 dry_run "deploy/overlays/monitoring: kubectl apply --dry-run=server" "$WORK/monitoring.yaml"
-# The agent's namespace must exist for its namespaced objects' dry-run; the API
-# server's validation takes allowPrivilegeEscalation false with SYS_ADMIN.
-kctl create namespace kubevirt-imds-node >/dev/null
 dry_run "deploy/node: kubectl apply --dry-run=server" "$WORK/node.yaml"
-to120 "$WORK/agent.yaml" >"$WORK/agent-120.yaml"
-dry_run "deploy/overlays/agent: kubectl apply --dry-run=server" "$WORK/agent-120.yaml"
+to120 "$WORK/pod-mode.yaml" >"$WORK/pod-mode-120.yaml"
+dry_run "deploy/overlays/pod-mode: kubectl apply --dry-run=server" "$WORK/pod-mode-120.yaml"
 # Every metric the alerts use is one the webhook exports.
 missing=""
 while read -r m; do

@@ -3,10 +3,10 @@
 # A release an operator can pin (issue 33 item 3): every binary's --version is
 # `git describe` (what the Makefile stamps), so is the first line each one
 # logs and the webhook's imds_webhook_build_info metric; `make release` writes
-# manifests (manual, cert-manager, agent) with every image pinned (tag or
-# digest: the webhook's, the sidecar's and, in agent, the node agent's) that
+# manifests (manual, cert-manager, pod-mode) with every image pinned (tag or
+# digest: the webhook's, the sidecar's and, but in pod-mode, the node agent's) that
 # validate offline and on the API server, and refuses a dirty or "dev" version; the registry
-# overlay example pins both images; the e2e KubeVirt pin is the release our
+# overlay example pins the three images; the e2e KubeVirt pin is the release our
 # fixtures come from; the LICENSE is Apache-2.0.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -110,17 +110,22 @@ else
 	not_ok "make release VERSION=$REL RELEASE_REGISTRY=registry.example/imds" "$(cat "$WORK/release.log")"
 fi
 D=$WORK/dist/kubevirt-imds-$REL
-for o in manual cert-manager agent; do
+for o in manual cert-manager pod-mode; do
 	f=$D/kubevirt-imds-$o.yaml
 	expect_eq "release $o: the webhook image and --imds-image pinned to $REL, no :dev left" \
 		"image: registry.example/imds/kubevirt-imds-webhook:$REL|--imds-image=registry.example/imds/kubevirt-imds-server:$REL|0" \
 		"$(grep -o 'image: .*webhook.*' "$f")|$(grep -o -- '--imds-image=.*' "$f")|$(grep -c ':dev' "$f")"
 done
-expect_eq "release agent: the webhook in agent mode, the DaemonSet's image pinned to $REL; the others without the agent" \
-	"--network-mode=agent|image: registry.example/imds/kubevirt-imds-node:$REL|0|0" \
-	"$(grep -o -- '--network-mode=.*' "$D/kubevirt-imds-agent.yaml")|$(grep -o 'image: .*kubevirt-imds-node.*' "$D/kubevirt-imds-agent.yaml")|$(grep -c 'kubevirt-imds-node' "$D/kubevirt-imds-manual.yaml")|$(grep -c 'kubevirt-imds-node' "$D/kubevirt-imds-cert-manager.yaml")"
+for o in manual cert-manager; do
+	expect_eq "release $o: the webhook in its default (agent) network mode, the DaemonSet's image pinned to $REL" \
+		"|image: registry.example/imds/kubevirt-imds-node:$REL" \
+		"$(grep -o -- '--network-mode=.*' "$D/kubevirt-imds-$o.yaml")|$(grep -o 'image: .*kubevirt-imds-node.*' "$D/kubevirt-imds-$o.yaml")"
+done
+expect_eq "release pod-mode: the webhook with --network-mode=pod, no node agent" \
+	"--network-mode=pod|0" \
+	"$(grep -o -- '--network-mode=.*' "$D/kubevirt-imds-pod-mode.yaml")|$(grep -c 'imds-node' "$D/kubevirt-imds-pod-mode.yaml")"
 expect_eq "release: SHA256SUMS lists the three files" \
-	"kubevirt-imds-agent.yaml|kubevirt-imds-cert-manager.yaml|kubevirt-imds-manual.yaml" \
+	"kubevirt-imds-cert-manager.yaml|kubevirt-imds-manual.yaml|kubevirt-imds-pod-mode.yaml" \
 	"$(awk '{print $2}' "$D/SHA256SUMS" | sort | paste -sd'|')"
 check "release: SHA256SUMS verifies the three files" bash -c "cd '$D' && sha256sum -c --quiet SHA256SUMS"
 DIG=sha256:$(printf 'x' | sha256sum | cut -d' ' -f1)
@@ -128,8 +133,8 @@ if make --no-print-directory release VERSION=$REL RELEASE_REGISTRY=registry.exam
 	RELEASE_DIR="$WORK/dig" KUBECTL="$K" SERVER_DIGEST="$DIG" WEBHOOK_DIGEST="$DIG" NODE_DIGEST="$DIG" >"$WORK/dig.log" 2>&1 &&
 	grep -q "image: registry.example/imds/kubevirt-imds-webhook@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml" &&
 	grep -q -- "--imds-image=registry.example/imds/kubevirt-imds-server@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml" &&
-	grep -q "image: registry.example/imds/kubevirt-imds-node@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-agent.yaml" &&
-	! grep -q ":$REL\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-agent.yaml"; then
+	grep -q "image: registry.example/imds/kubevirt-imds-node@$DIG\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml" &&
+	! grep -q ":$REL\$" "$WORK/dig/kubevirt-imds-$REL/kubevirt-imds-manual.yaml"; then
 	ok "release with SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST: all three pinned by digest"
 else
 	not_ok "release with SERVER_DIGEST/WEBHOOK_DIGEST/NODE_DIGEST: all three pinned by digest" "$(cat "$WORK/dig.log")"
@@ -150,9 +155,9 @@ expect_eq "release refuses an empty RELEASE_REGISTRY" 1 "$(grep -c '^release: --
 
 # --- the registry overlay example
 if "$K" kustomize deploy/overlays/registry-example >"$WORK/registry.yaml" 2>"$WORK/registry.err"; then
-	expect_eq "deploy/overlays/registry-example: both images from the registry at a tag" \
-		"image: registry.example.com/kubevirt-imds/kubevirt-imds-webhook:v0.1.0|--imds-image=registry.example.com/kubevirt-imds/kubevirt-imds-server:v0.1.0" \
-		"$(grep -o 'image: .*webhook.*' "$WORK/registry.yaml")|$(grep -o -- '--imds-image=.*' "$WORK/registry.yaml")"
+	expect_eq "deploy/overlays/registry-example: the three images from the registry at a tag" \
+		"image: registry.example.com/kubevirt-imds/kubevirt-imds-webhook:v0.1.0|--imds-image=registry.example.com/kubevirt-imds/kubevirt-imds-server:v0.1.0|image: registry.example.com/kubevirt-imds/kubevirt-imds-node:v0.1.0" \
+		"$(grep -o 'image: .*webhook.*' "$WORK/registry.yaml")|$(grep -o -- '--imds-image=.*' "$WORK/registry.yaml")|$(grep -o 'image: .*kubevirt-imds-node.*' "$WORK/registry.yaml")"
 else
 	not_ok "kubectl kustomize deploy/overlays/registry-example" "$(cat "$WORK/registry.err")"
 fi
@@ -161,7 +166,7 @@ fi
 npm_cached "$REPO/tests/lib/manifests" npm ||
 	not_ok "npm ci of tests/lib/manifests into the cache" "$NPM_ERR"
 MODULES=$NPM_DIR/node_modules
-for o in manual cert-manager agent; do
+for o in manual cert-manager pod-mode; do
 	if out=$(node tests/lib/validate_manifests.mjs --modules "$MODULES" --policy "$o" \
 		"$D/kubevirt-imds-$o.yaml" 2>&1); then
 		ok "release $o: every object validates, the design policy holds ($(grep -c '^ok ' <<<"$out") checks)"
@@ -202,7 +207,7 @@ EOF
 kctl wait --for condition=established --timeout=60s crd --all >/dev/null
 # The agent's namespace must exist for its namespaced objects' dry-run.
 kctl create namespace kubevirt-imds-node >/dev/null
-for o in manual cert-manager agent; do
+for o in manual cert-manager pod-mode; do
 	sed 's#^apiVersion: policy/v1$#apiVersion: policy/v1beta1#' "$D/kubevirt-imds-$o.yaml" >"$WORK/$o-120.yaml"
 	if out=$(kctl apply --dry-run=server --validate=true -f "$WORK/$o-120.yaml" 2>&1); then
 		ok "release $o: server-side dry-run ($(grep -c 'server dry run' <<<"$out") objects)"

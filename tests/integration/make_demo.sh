@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make_demo: the README's `make demo` (hack/demo.sh) runs to its end and
-# shows what it says: both guests' cloud-init get_data() succeeding, their
+# shows what it says: the default network mode (agent: the sidecar as UID 107
+# with no capability, imds-node building the pod's network half), both
+# guests' cloud-init get_data() succeeding, their
 # identity, the link-local guest's ARP entry being veth-imds's, the IPv6
 # link-local answer, a process of the pod refused, SIGTERM exit 0, and
 # nothing left behind.  (root)
@@ -15,6 +17,14 @@ out=$(timeout 300 make --no-print-directory demo 2>&1)
 st=$?
 expect_eq "make demo: exit 0" 0 "$st"
 [[ $st == 0 ]] || printf '%s\n' "$out" | tail -n 30 | sed 's/^/# /'
+if grep -q 'the sidecar: Uid: 107 107 107 107; CapEff: 0000000000000000' <<<"$out" &&
+	grep -q 'imds-node info: pod [^ ]*: serving 2 tap(s)' <<<"$out" &&
+	grep -q 'net: serving .* from the node agent' <<<"$out"; then
+	ok "the default network mode: the sidecar as UID 107 with no capability, imds-node serving both taps"
+else
+	not_ok "the default network mode: the sidecar as UID 107 with no capability, imds-node serving both taps" \
+		"$(grep -E 'the sidecar: |imds-node info: pod|from the node agent' <<<"$out")"
+fi
 n=$(grep -c 'get_data(): *success' <<<"$out")
 expect_eq "both guests: cloud-init's NoCloudNet get_data() success" 2 "$n"
 n=$(grep -c '"vmName":"demo-vm"' <<<"$out")

@@ -118,12 +118,15 @@ out=$(make -n deploy 2>&1)
 has "notes: 'make docker-build kind-load deploy' (deploy: the manual overlay, certificates, the rollout)" \
 	"$out" "rollout status deployment/imds-webhook"
 
-# The webhook itself behind the API server, in place of the in-cluster one.
+# The webhook itself behind the API server, in place of the in-cluster one;
+# --network-mode pod: this API server (1.20) refuses a startupProbe on an init
+# container, which the default network mode (agent) gives the native sidecar
+# (native sidecars need 1.29; docs/webhook.md, --network-mode).
 kube_create_namespace default >/dev/null
 kube_create_namespace fixed >/dev/null
 kube_gen_webhook_cert "$WORK/certs" >/dev/null 2>&1
 "$WH" --listen 127.0.0.1:0 --tls-cert-file "$WORK/certs/tls.crt" --tls-key-file "$WORK/certs/tls.key" \
-	--imds-image "$IMAGE" 2>"$WORK/webhook.log" &
+	--imds-image "$IMAGE" --network-mode pod 2>"$WORK/webhook.log" &
 WPID=$!
 WPORT=''
 for _ in $(seq 300); do

@@ -317,10 +317,15 @@ kill -TERM "$RPID" 2>/dev/null
 wait "$RPID" 2>/dev/null
 RPID=
 
-# --- 4. and 5. the same through imds-webhook itself
+# --- 4. and 5. the same through imds-webhook itself, with --network-mode
+# pod: this API server (1.20) refuses a startupProbe on an init container,
+# which the default network mode (agent) gives the native sidecar (native
+# sidecars need 1.29 anyway); the default's patch over every pod is judged
+# above (admission_cli --agent, both sidecar modes) and by webhook_psa.sh
+# through imds-webhook itself.
 WLOG=$WORK/webhook.log
 "$WH" --listen 127.0.0.1:0 --tls-cert-file "$WORK/certs/tls.crt" --tls-key-file "$WORK/certs/tls.key" \
-	--imds-image "$IMAGE" 2>"$WLOG" &
+	--imds-image "$IMAGE" --network-mode pod 2>"$WLOG" &
 WPID=$!
 WPORT=
 for _ in $(seq 300); do

@@ -53,9 +53,12 @@ kube_create_namespace vms >/dev/null
 kctl label namespace vms imds-rotation-test=true >/dev/null
 
 # The webhook starts before the Secret exists (not ready), as in a fresh install.
+# --network-mode pod: this API server (1.20) refuses a startupProbe on an init
+# container, which the default network mode (agent) gives the native sidecar
+# (native sidecars need 1.29; docs/webhook.md, --network-mode).
 mkdir -p "$CERTS"
 "$WH" --listen 127.0.0.1:0 --tls-cert-file "$CERTS/tls.crt" --tls-key-file "$CERTS/tls.key" \
-	--imds-image registry.example/imds-server:test 2>"$T/webhook.log" &
+	--imds-image registry.example/imds-server:test --network-mode pod 2>"$T/webhook.log" &
 WPID=$!
 PORT=
 for _ in $(seq 300); do

@@ -2,13 +2,16 @@
 // OpenAPI schemas of Kubernetes, compiled to JSON-schema validators) and
 // js-yaml. Used by tests/integration/deploy_manifests.sh.
 //
-//   node tests/lib/validate_manifests.mjs --modules DIR [--policy base|cert-manager|manual|node|agent]
+//   node tests/lib/validate_manifests.mjs --modules DIR [--policy base|cert-manager|manual|node|pod-mode]
 //        [--examples] [--label NAME] FILE|- ...
 //
 // --modules   the node_modules directory (installed into a cache, never the repo)
 // --policy    also assert the design of deploy/ (docs/webhook.md) on the stream;
-//             node: deploy/node alone (the agent, docs/operations.md); agent:
-//             deploy/overlays/agent (the webhook in agent mode and the agent)
+//             base: the webhook alone, its default network mode (agent);
+//             cert-manager, manual: the default installs, that and the node
+//             agent; node: deploy/node alone (the agent, docs/operations.md);
+//             pod-mode: deploy/overlays/pod-mode (the webhook with
+//             --network-mode=pod, no agent)
 // --examples  the files are deploy/test/ example VMs: KubeVirt objects must
 //             opt in and their Kubernetes-native parts must validate
 // One line per object: "ok <label> Kind/name" or "not ok <label> ...: why";
@@ -165,9 +168,18 @@ function checkPolicy(docs, which) {
   };
   const checks = [];
   const c = (name, fn) => checks.push([name, fn]);
-  const nodeSide = which === "node" || which === "agent";
+  // The default installs (manual, cert-manager) have the node agent; the
+  // base alone and pod-mode do not.
+  const nodeSide = !["base", "pod-mode"].includes(which);
+  const podMode = which === "pod-mode";
   if (nodeSide) checkNode(docs, get, c, which);
   if (which === "node") return runChecks(checks);
+  if (!nodeSide)
+    c(`${which}: no node agent (no DaemonSet, no kubevirt-imds-node object)`, () => {
+      const left = docs.filter((d) => d.kind === "DaemonSet" || d.metadata?.name === "kubevirt-imds-node" ||
+        d.metadata?.namespace === "kubevirt-imds-node");
+      assert(left.length === 0, `left: ${left.map((d) => `${d.kind}/${d.metadata.name}`).join(", ")}`);
+    });
 
   c("Namespace kubevirt-imds", () => get("Namespace", "kubevirt-imds"));
   c("every namespaced object in kubevirt-imds (the agent's in kubevirt-imds-node)", () => {
@@ -182,10 +194,10 @@ function checkPolicy(docs, which) {
     const ns = get("Namespace", "kubevirt-imds");
     assert(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"] === "restricted", "not restricted");
   });
-  c(`the webhook's --network-mode: ${which === "agent" ? "agent" : "pod (the default)"}`, () => {
+  c(`the webhook's --network-mode: ${podMode ? "pod" : "agent (the default)"}`, () => {
     const args = get("Deployment", "imds-webhook").spec.template.spec.containers[0].args;
     const nm = args.filter((a) => a.startsWith("--network-mode"));
-    assert(JSON.stringify(nm) === (which === "agent" ? '["--network-mode=agent"]' : "[]"), `got ${JSON.stringify(nm)}`);
+    assert(JSON.stringify(nm) === (podMode ? '["--network-mode=pod"]' : "[]"), `got ${JSON.stringify(nm)}`);
   });
   c("ServiceAccount: no token, no RBAC", () => {
     const sa = get("ServiceAccount", "imds-webhook");
@@ -395,7 +407,7 @@ function checkNode(docs, get, c, which) {
       '[{"key":"kubevirt.io/schedulable","operator":"Exists"}]', "node affinity kubevirt.io/schedulable Exists");
     assert(p.tolerations?.some((t) => t.operator === "Exists" && !t.key && !t.effect), "does not tolerate every taint");
     assert(p.priorityClassName === "kubevirt-imds-critical", "priorityClassName");
-    if (which === "agent") get("PriorityClass", "kubevirt-imds-critical");
+    if (which !== "node") get("PriorityClass", "kubevirt-imds-critical");
   });
 }
 
