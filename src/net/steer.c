@@ -206,6 +206,19 @@ static void to_dev(struct nft_batch *b, int ifindex, int dup)
 		nft_e_fwd(b, NFT_REG_1);
 }
 
+/* The end of a rule for what goes to the sidecar: counted, then (on an
+ * Ethernet link) its destination MAC made st->vmac and the frame forwarded
+ * to st->peer. */
+static void to_veth_imds(struct nft_batch *b, const struct steer_state *st)
+{
+	nft_e_counter(b);
+	match_ether(b);
+	nft_e_imm(b, NFT_REG_1, st->vmac, 6);
+	nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1, NFT_PAYLOAD_CSUM_NONE, 0, 0);
+	to_dev(b, st->peer, 0);
+	nft_rule_end(b);
+}
+
 static void fresh_table(struct nft_batch *b, uint8_t family)
 {
 	/* Create, delete, create: one transaction replaces whatever is there
@@ -233,13 +246,7 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 		match_proto(b, ETH_P_IP);
 		match_nh4(b, IP_DADDR, st->ip);
 		match_svc_tcp(b, st->port);
-		nft_e_counter(b);
-		match_ether(b);
-		nft_e_imm(b, NFT_REG_1, st->vmac, 6);
-		nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1, NFT_PAYLOAD_CSUM_NONE, 0,
-				  0);
-		to_dev(b, st->peer, 0);
-		nft_rule_end(b);
+		to_veth_imds(b, st);
 		/* The guest's ICMP errors about the service's answers (a
 		 * workload the guest routes, at hop limit 1: time exceeded for
 		 * our SYN-ACK) go back to their sender, not out of the pod by
@@ -249,13 +256,7 @@ static void build_netdev(const struct steer_state *st, struct nft_batch *b)
 		match_proto(b, ETH_P_IP);
 		match_nh4(b, IP_DADDR, st->ip);
 		match_icmp_about_svc(b, st->ip, st->port);
-		nft_e_counter(b);
-		match_ether(b);
-		nft_e_imm(b, NFT_REG_1, st->vmac, 6);
-		nft_e_payload_set(b, NFT_PAYLOAD_LL_HEADER, 0, 6, NFT_REG_1, NFT_PAYLOAD_CSUM_NONE, 0,
-				  0);
-		to_dev(b, st->peer, 0);
-		nft_rule_end(b);
+		to_veth_imds(b, st);
 		/* ARP for the service address: answered by our responder only,
 		 * never flooded to the pod's L2 (a node's proxy ARP would race it). */
 		nft_rule_begin(b, f, STEER_TABLE, chain);

@@ -41,7 +41,7 @@ static struct {
 	char agent[3][256]; /* enum diag_agent_key; "": not agent mode */
 } st;
 
-static void now_stamp(char out[32])
+void diag_now_stamp(char out[32])
 {
 	time_t now = time(NULL);
 	struct tm tm;
@@ -57,7 +57,7 @@ static void status_write(void)
 		return;
 	char buf[6144], at[32];
 	struct sbuf b = SBUF_INIT(buf, sizeof(buf));
-	now_stamp(at);
+	diag_now_stamp(at);
 	sbuf_printf(&b, "version %s\npid %ld\nstarted %s\nupdated %s\nstate %s\nserving %s\nerrors_total %lu\n",
 		    st.version, (long)getpid(), st.started, at, st.state, st.detail, log_error_count());
 	const char *errs[LOG_RECENT_MAX];
@@ -90,7 +90,7 @@ void diag_status_start(const char *state_dir, const char *version)
 		return;
 	}
 	snprintf(st.version, sizeof(st.version), "%s", version);
-	now_stamp(st.started);
+	diag_now_stamp(st.started);
 	snprintf(st.state, sizeof(st.state), "starting");
 	log_on_error(status_write);
 	status_write();

@@ -30,6 +30,9 @@ void diag_status_set(const char *state, const char *detail);
  * and interface).  Rewrites the file when the value changed. */
 enum diag_agent_key { DIAG_AGENT, DIAG_GUARD, DIAG_LISTEN };
 void diag_status_agent(enum diag_agent_key k, const char *value);
+/* The time now as the status file writes it ("2026-11-28T13:40:00Z"); ""
+ * if it cannot be written. */
+void diag_now_stamp(char out[32]);
 
 /* The status file's reader (pure: bytes in, spans out).  Lines are "KEY
  * VALUE" (version, pid, started, updated, state, serving, errors_total,

@@ -227,21 +227,11 @@ static int is_tcp_listener(int fd)
 
 /* ---- run ----------------------------------------------------------------- */
 
-/* diag's view (diag.h): the time now, as the status file's stamps */
-static void stamp(char out[32])
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	if (strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		out[0] = '\0';
-}
-
 /* "HEAD (since TIME[, TAIL])" */
 static void status_agent(enum diag_agent_key key, const char *head, const char *tail)
 {
 	char v[256], at[32];
-	stamp(at);
+	diag_now_stamp(at);
 	snprintf(v, sizeof(v), "%s (since %s%s%s)", head, at, tail ? ", " : "", tail ? tail : "");
 	diag_status_agent(key, v);
 }
