@@ -81,6 +81,18 @@ const struct http_span *http_req_header_n(const struct http_request *req, const 
 	return found;
 }
 
+/* The path p[0..n) before q (its first '?', NULL: none), the query after. */
+static void split_at_query(struct http_request *r, const char *p, size_t n, const char *q)
+{
+	if (q) {
+		r->path = (struct http_span){p, (size_t)(q - p)};
+		r->query = (struct http_span){q + 1, n - (size_t)(q - p) - 1};
+	} else {
+		r->path = (struct http_span){p, n};
+		r->query = (struct http_span){NULL, 0};
+	}
+}
+
 static void split_target(struct http_request *r)
 {
 	const char *p = r->target.p;
@@ -97,14 +109,7 @@ static void split_target(struct http_request *r)
 		n -= (size_t)(slash - p);
 		p = slash;
 	}
-	const char *q = memchr(p, '?', n);
-	if (q) {
-		r->path = (struct http_span){p, (size_t)(q - p)};
-		r->query = (struct http_span){q + 1, n - (size_t)(q - p) - 1};
-	} else {
-		r->path = (struct http_span){p, n};
-		r->query = (struct http_span){NULL, 0};
-	}
+	split_at_query(r, p, n, memchr(p, '?', n));
 }
 
 static enum http_method method_of(uint8_t m)
@@ -327,11 +332,11 @@ int http_parse_byte_class(unsigned char c)
 static int framing_name(const char *p, size_t n)
 {
 	switch (n) { /* by length: most names are none of these lengths */
-	case 7: return name_eq(p, "upgrade", 7);
-	case 10: return name_eq(p, "connection", 10);
-	case 14: return name_eq(p, "content-length", 14);
-	case 16: return name_eq(p, "proxy-connection", 16);
-	case 17: return name_eq(p, "transfer-encoding", 17);
+	case 7: return header_name_is(p, "upgrade", 7);
+	case 10: return header_name_is(p, "connection", 10);
+	case 14: return header_name_is(p, "content-length", 14);
+	case 16: return header_name_is(p, "proxy-connection", 16);
+	case 17: return header_name_is(p, "transfer-encoding", 17);
 	default: return 0;
 	}
 }
@@ -376,13 +381,7 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 		if (d[i] == '?' && !q)
 			q = i;
 	r->target = (struct http_span){d + t, i - t};
-	if (q) { /* as split_target: the path before the first '?', the query after it */
-		r->path = (struct http_span){d + t, q - t};
-		r->query = (struct http_span){d + q + 1, i - q - 1};
-	} else {
-		r->path = r->target;
-		r->query = (struct http_span){NULL, 0};
-	}
+	split_at_query(r, d + t, i - t, q ? d + q : NULL); /* origin-form: '?' seen on the way */
 	if (end - i < 11 || !same8(d + i, " HTTP/1.") ||
 	    (d[i + 8] != '0' && d[i + 8] != '1') || d[i + 9] != '\r' || d[i + 10] != '\n')
 		return 0;
