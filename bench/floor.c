@@ -9,21 +9,41 @@
  *                                make bench gives it imds-server's own answer
  *                                (head and body), so that the client parses the
  *                                very bytes it parses from imds-server and the
- *                                difference is the servers' work alone */
+ *                                difference is the servers' work alone
+ *   ... --busy-poll US           poll without sleeping before each sleep, as
+ *                                imds-server does (IMDS_BUSY_POLL_US, loop.c):
+ *                                up to US microseconds, the window grown and
+ *                                shrunk by haltpoll's rule, so that the floor
+ *                                keeps being the floor of a server that polls */
 #define _GNU_SOURCE
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 int main(int argc, char **argv)
 {
+	unsigned poll_max = 0, poll = 0;
+	if (argc > 2 && strcmp(argv[argc - 2], "--busy-poll") == 0) {
+		poll_max = (unsigned)atoi(argv[argc - 1]);
+		argc -= 2;
+	}
 	int raw = argc == 4 && strcmp(argv[2], "--raw") == 0;
 	if (argc != 3 && !raw) {
-		fprintf(stderr, "usage: floor PORT BODY-FILE | floor PORT --raw RESPONSE-FILE\n");
+		fprintf(stderr, "usage: floor PORT BODY-FILE | floor PORT --raw RESPONSE-FILE "
+				"[--busy-poll US]\n");
 		return 2;
 	}
 	static char body[16384], resp[17000], out[1 << 20], in[65536];
@@ -55,7 +75,18 @@ int main(int argc, char **argv)
 	struct epoll_event ev = {.events = EPOLLIN, .data.fd = l}, evs[256];
 	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
 	for (;;) {
-		int n = epoll_wait(ep, evs, 256, -1);
+		int n = 0;
+		uint64_t t0 = poll_max ? now_us() : 0;
+		while (poll && (n = epoll_wait(ep, evs, 256, 0)) == 0 && now_us() - t0 < poll)
+			;
+		if (n == 0) {
+			n = epoll_wait(ep, evs, 256, -1);
+			uint64_t waited = poll_max ? now_us() - t0 : 0;
+			if (waited > poll_max)
+				poll = poll / 2 < 10 ? 0 : poll / 2;
+			else if (poll_max && waited > poll)
+				poll = poll ? (poll * 2 < poll_max ? poll * 2 : poll_max) : 10;
+		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 			if (fd == l) {

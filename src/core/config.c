@@ -142,6 +142,7 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	c->cloud_init_dir = env("IMDS_CLOUD_INIT_DIR");
 	c->rate_limit = IMDS_DEFAULT_RATE;
 	c->hop_limit = IMDS_DEFAULT_HOP_LIMIT;
+	c->busy_poll_us = IMDS_DEFAULT_BUSY_POLL_US;
 
 	if (!c->ns) {
 		snprintf(err, errlen, "IMDS_NAMESPACE: required (the VM's namespace)");
@@ -198,6 +199,8 @@ int config_from_env(struct imds_config *c, char *err, size_t errlen)
 	if (uint_var("IMDS_HOP_LIMIT", 1, 64, &c->hop_limit, "an IP TTL 1..64", err, errlen) < 0 ||
 	    uint_var("IMDS_RATE_LIMIT", 0, 1000000, &c->rate_limit,
 		     "requests per second 0..1000000, 0 = off", err, errlen) < 0 ||
+	    uint_var("IMDS_BUSY_POLL_US", 0, 1000, &c->busy_poll_us,
+		     "microseconds 0..1000, 0 = off", err, errlen) < 0 ||
 	    uint_var("IMDS_HEADER_TIMEOUT_MS", 10, 600000, &c->limits.header_timeout_ms,
 		     "milliseconds 10..600000", err, errlen) < 0 ||
 	    uint_var("IMDS_IDLE_TIMEOUT_MS", 10, 3600000, &c->limits.idle_timeout_ms,

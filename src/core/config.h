@@ -11,6 +11,8 @@
 #define IMDS_DEFAULT_LISTEN "169.254.169.254:80"
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
 #define IMDS_DEFAULT_RATE 100
+/* The bound of the loop's poll before it sleeps (loop_set_busy_poll), us. */
+#define IMDS_DEFAULT_BUSY_POLL_US 50
 /* One link: a guest on the bridge is served, anything it routes is not. */
 #define IMDS_DEFAULT_HOP_LIMIT 1
 /* The one request with a body: POST .../password (at most 1,024 bytes, else
@@ -41,6 +43,7 @@ struct imds_config {
 	const char *cloud_init_dir;      /* its Secrets: user-data/, network-data/, ssh/<i>/ */
 	unsigned rate_limit;             /* req/s, burst equal; 0 = off */
 	unsigned hop_limit;              /* IP TTL of every answer, 1..64 */
+	unsigned busy_poll_us;           /* the loop's poll before it sleeps, 0 = off */
 	int session_required;            /* IMDS_SESSION=required */
 	struct http_limits limits;
 };

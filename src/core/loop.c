@@ -29,6 +29,8 @@ struct loop {
 	int (*idle_pending)(void *data);
 	loop_hook_proc *idle;
 	void *idle_data;
+	unsigned poll_max_us; /* 0: sleep at once (the default) */
+	unsigned poll_us;     /* the window now, 0..poll_max_us */
 	struct epoll_event ready[LOOP_BATCH];
 };
 
@@ -206,6 +208,52 @@ static int loop_idle(struct loop *l)
 	return r;
 }
 
+void loop_set_busy_poll(struct loop *l, unsigned max_us)
+{
+	l->poll_max_us = max_us;
+	l->poll_us = 0;
+}
+
+unsigned loop_busy_poll_window(const struct loop *l)
+{
+	return l->poll_us;
+}
+
+/* Waits for ready fds: with a busy-poll bound set, first polls without
+ * sleeping for the current window, then sleeps, and adapts the window to
+ * how long the wait took -- haltpoll's rule for a guest vCPU's poll before
+ * it halts (Linux, Documentation/virt/guest-halt-polling.rst): a wake-up
+ * after the window but within the bound grows it (x2, from
+ * LOOP_POLL_GROW_START), one after the bound shrinks it (/2, to 0 under
+ * the start).  Sparse requests thus keep it at 0 (no poll, two clock
+ * reads per sleep); back-to-back ones keep it open and the loop never
+ * pays a sleep and a wake-up between them. */
+static int loop_wait(struct loop *l, int timeout_ms)
+{
+	if (!l->poll_max_us || timeout_ms == 0)
+		return loop_poll(l, timeout_ms);
+	uint64_t t0 = loop_clock_us();
+	if (l->poll_us) {
+		uint64_t until = t0 + l->poll_us;
+		do {
+			int r = loop_poll(l, 0);
+			if (r != 0 || l->stop)
+				return r; /* caught within the window: it stays */
+		} while (loop_clock_us() < until);
+	}
+	int r = loop_poll(l, timeout_ms);
+	uint64_t waited = loop_clock_us() - t0;
+	if (waited > l->poll_max_us) {
+		l->poll_us /= 2;
+		if (l->poll_us < LOOP_POLL_GROW_START)
+			l->poll_us = 0;
+	} else if (waited > l->poll_us) {
+		unsigned grown = l->poll_us ? l->poll_us * 2 : LOOP_POLL_GROW_START;
+		l->poll_us = grown < l->poll_max_us ? grown : l->poll_max_us;
+	}
+	return r;
+}
+
 int loop_once(struct loop *l, int timeout_ms)
 {
 	if (l->before_sleep)
@@ -213,7 +261,7 @@ int loop_once(struct loop *l, int timeout_ms)
 	int r = loop_idle(l);
 	if (r)
 		return r;
-	return loop_poll(l, timeout_ms);
+	return loop_wait(l, timeout_ms);
 }
 
 int loop_run(struct loop *l)
@@ -226,7 +274,7 @@ int loop_run(struct loop *l)
 			break;
 		int r = loop_idle(l);
 		if (r == 0 && !l->stop)
-			r = loop_poll(l, -1);
+			r = loop_wait(l, -1);
 		if (r < 0)
 			return r;
 	}

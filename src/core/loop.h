@@ -43,6 +43,17 @@ void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data);
 void loop_set_when_idle(struct loop *l, int (*pending)(void *data), loop_hook_proc *proc,
 			void *data);
 
+/* Poll without sleeping, for up to max_us, before each sleep (0, the
+ * default: sleep at once).  Between answers that come back to back the
+ * sleep and the wake-up (the scheduler on both sides, the waker's
+ * try_to_wake_up) cost more than a small answer; the window adapts as the
+ * kernel's haltpoll governor adapts a vCPU's (loop.c), so sparse requests
+ * keep it shut and cost no poll.  loop_busy_poll_window() is the window
+ * now, in us (tests, diag). */
+#define LOOP_POLL_GROW_START 10u
+void loop_set_busy_poll(struct loop *l, unsigned max_us);
+unsigned loop_busy_poll_window(const struct loop *l);
+
 /* Run until loop_stop().  Returns 0, or -errno if epoll_wait fails hard. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);

@@ -373,6 +373,7 @@ static void put_serving(struct out *o, const struct imds_config *c)
 	o_str(o, "listen", c->listen_addr);
 	o_num(o, "rate_limit", c->rate_limit);
 	o_num(o, "hop_limit", c->hop_limit);
+	o_num(o, "busy_poll_us", c->busy_poll_us);
 	o_bool(o, "session_required", c->session_required);
 	o_close(o);
 

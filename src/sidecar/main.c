@@ -46,8 +46,8 @@ static const char usage[] =
 	"(required), IMDS_POD_NAME, IMDS_SA_NAME, IMDS_INSTANCE_ID, IMDS_TOKEN_PATH,\n"
 	"IMDS_USER_DATA, IMDS_USER_DATA_FILE, IMDS_VENDOR_DATA_FILE,\n"
 	"IMDS_NETWORK_CONFIG_FILE, IMDS_INTERFACES, IMDS_BRIDGE_NAME,\n"
-	"IMDS_NETWORK_STATUS_FILE,\n"
-	"IMDS_RATE_LIMIT (req/s, 0 = off), IMDS_NET_MODE (pod: run plumbs the pod itself;\n"
+	"IMDS_NETWORK_STATUS_FILE, IMDS_RATE_LIMIT (req/s, 0 = off),\n"
+	"IMDS_BUSY_POLL_US (us, 0 = off), IMDS_NET_MODE (pod: run plumbs the pod itself;\n"
 	"agent: the node agent imds-node does, run serves on its listeners),\n"
 	"IMDS_AGENT_SOCKET (default " NODELINK_DEFAULT_SOCKET ");\n"
 	"see docs/sidecar.md.\n";
@@ -120,6 +120,7 @@ static int cmd_server(int argc, char **argv, int networked)
 		fprintf(stderr, "imds-server: event loop: %s\n", strerror(errno));
 		return 1;
 	}
+	loop_set_busy_poll(l, cfg.busy_poll_us);
 	app = imds_app_new(l, &cfg, err, sizeof(err));
 	if (!app) {
 		fprintf(stderr, "imds-server: %s\n", err);

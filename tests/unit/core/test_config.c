@@ -87,6 +87,7 @@ static void test_defaults(void **state)
 	assert_null(c.state_dir);
 	assert_int_equal(c.hop_limit, 1); /* one link: the guest, not what it routes */
 	assert_int_equal(c.rate_limit, IMDS_DEFAULT_RATE);
+	assert_int_equal(c.busy_poll_us, 50); /* the loop polls up to 50 us before it sleeps */
 	assert_int_equal(c.limits.header_timeout_ms, 5000);
 	assert_int_equal(c.limits.idle_timeout_ms, 20000);
 	assert_int_equal(c.limits.max_head, 8192);
@@ -291,6 +292,11 @@ static void test_uint_vars(void **state)
 		{"IMDS_HOP_LIMIT", "64", 1, 64},
 		{"IMDS_HOP_LIMIT", "65", 0, 0},
 		{"IMDS_HOP_LIMIT", "2x", 0, 0},
+		{"IMDS_BUSY_POLL_US", "0", 1, 0},
+		{"IMDS_BUSY_POLL_US", "1000", 1, 1000},
+		{"IMDS_BUSY_POLL_US", "1001", 0, 0},
+		{"IMDS_BUSY_POLL_US", "-1", 0, 0},
+		{"IMDS_BUSY_POLL_US", "50us", 0, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		env_reset(1);
@@ -303,8 +309,9 @@ static void test_uint_vars(void **state)
 		}
 		struct imds_config c;
 		expect_ok(name, &c);
-		unsigned got = strcmp(cases[i].var, "IMDS_HOP_LIMIT") == 0 ? c.hop_limit
-			       : cases[i].var[5] == 'H'	? c.limits.header_timeout_ms
+		unsigned got = strcmp(cases[i].var, "IMDS_HOP_LIMIT") == 0      ? c.hop_limit
+			       : strcmp(cases[i].var, "IMDS_BUSY_POLL_US") == 0 ? c.busy_poll_us
+			       : cases[i].var[5] == 'H'			       ? c.limits.header_timeout_ms
 			       : cases[i].var[5] == 'I' ? c.limits.idle_timeout_ms
 							: c.limits.max_conns;
 		if (got != cases[i].want)

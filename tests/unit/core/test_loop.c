@@ -4,8 +4,9 @@
  * handler there is), a read handler removing its fd before the write
  * handler runs, the before-sleep hook, the idle work (only once nothing is
  * ready), loop_run/loop_stop, fds outside
- * the table refused, and the timerfd helpers (armed in the past, so no
- * test waits on the clock). */
+ * the table refused, the timerfd helpers (armed in the past, so no
+ * test waits on the clock), and the busy poll's window (a child process
+ * writes to a pipe at set gaps: back to back opens it, sparse shuts it). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loop.h"
@@ -326,6 +329,84 @@ static void test_timer(void **state)
 	loop_free(l);
 }
 
+/* Counts the bytes a writer child sends; the window after each wait. */
+struct gaps {
+	int bytes;
+	unsigned widest;
+};
+static void on_gap_byte(struct loop *l, int fd, void *data, int mask)
+{
+	(void)mask;
+	struct gaps *g = data;
+	char b[64];
+	ssize_t n = read(fd, b, sizeof(b));
+	if (n > 0)
+		g->bytes += (int)n;
+	unsigned w = loop_busy_poll_window(l);
+	if (w > g->widest)
+		g->widest = w;
+}
+
+/* A child writes n bytes, gap_us apart; the loop waits for all of them.
+ * Returns the widest window seen. */
+static unsigned run_gaps(struct loop *l, int n, long gap_us)
+{
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < n; i++) {
+			struct timespec ts = {gap_us / 1000000, (gap_us % 1000000) * 1000};
+			nanosleep(&ts, NULL);
+			if (write(p[1], "x", 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	struct gaps g = {0};
+	assert_int_equal(loop_add(l, p[0], LOOP_READABLE, on_gap_byte, &g), 0);
+	int quiet = 0;
+	while (g.bytes < n && quiet < 10) /* a timeout per missing byte, never a hang */
+		quiet = loop_once(l, 2000) == 0 ? quiet + 1 : 0;
+	assert_int_equal(g.bytes, n);
+	loop_del(l, p[0], LOOP_READABLE);
+	close(p[0]);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return g.widest;
+}
+
+static void test_busy_poll(void **state)
+{
+	(void)state;
+	struct loop *l = loop_new(1024);
+	/* off by default: the window never opens */
+	assert_int_equal(run_gaps(l, 20, 200), 0);
+	/* bytes 200 us apart, within a 5 ms bound: each wait grows the window
+	 * (10, 20, 40, ... us) until it holds the gap; a loaded machine may
+	 * stretch a gap past the bound now and then, which halves it once */
+	loop_set_busy_poll(l, 5000);
+	assert_int_equal(loop_busy_poll_window(l), 0);
+	unsigned widest = run_gaps(l, 40, 200);
+	assert_true(widest >= 80);
+	assert_true(widest <= 5000);
+	/* bytes 20 ms apart: every wait outlasts the bound, the window halves
+	 * each time and shuts under the start */
+	run_gaps(l, 12, 20000);
+	assert_int_equal(loop_busy_poll_window(l), 0);
+	/* a zero timeout never polls and never moves the window */
+	assert_int_equal(loop_once(l, 0), 0);
+	assert_int_equal(loop_busy_poll_window(l), 0);
+	/* open again, then off: the window is reset */
+	run_gaps(l, 20, 200);
+	loop_set_busy_poll(l, 0);
+	assert_int_equal(loop_busy_poll_window(l), 0);
+	loop_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_before_sleep_and_run),
 		cmocka_unit_test(test_when_idle),
 		cmocka_unit_test(test_timer),
+		cmocka_unit_test(test_busy_poll),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
