@@ -394,9 +394,9 @@ const char *ec2_part_name(size_t i)
 	return i < NPARTS ? parts[i].name : NULL;
 }
 
-const struct session_dialect ec2_session = {"x-aws-ec2-metadata-token-ttl-seconds",
-					      "X-aws-ec2-metadata-token-ttl-seconds",
-					      "x-aws-ec2-metadata-token"};
+const struct session_dialect ec2_session =
+	SESSION_DIALECT("x-aws-ec2-metadata-token-ttl-seconds",
+			"X-aws-ec2-metadata-token-ttl-seconds", "x-aws-ec2-metadata-token");
 
 void ec2_token(struct call *c)
 {

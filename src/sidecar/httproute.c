@@ -53,21 +53,41 @@ const struct httproute *httproute_find(const struct httproute *t, size_t n, cons
 	return NULL;
 }
 
-/* pat (a C string) is exactly path[0..pn) (which may hold NULs). */
-static int same(const char *pat, const char *path, size_t pn)
+/* a[0..n) == b[0..n), eight bytes at a time (musl's memcmp goes by one). */
+static int same(const char *a, const char *b, size_t n)
 {
-	for (size_t i = 0; i < pn; i++)
-		if (pat[i] == '\0' || pat[i] != path[i])
+	for (; n >= 8; a += 8, b += 8, n -= 8) {
+		uint64_t x, y;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
 			return 0;
-	return pat[pn] == '\0';
+	}
+	for (; n; n--)
+		if (*a++ != *b++)
+			return 0;
+	return 1;
 }
 
+/* A hash of the path's bytes, eight at a time (a request's path is 10 to 40
+ * bytes; FNV-1a's byte loop was most of a lookup): each word mixed in by a
+ * multiply and a shift (the multiplier is MurmurHash3's fmix64's). */
 static uint32_t path_hash(const char *p, size_t n)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
+	const uint64_t k = 0xff51afd7ed558ccdu;
+	uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 32;
+	}
+	uint64_t w = 0;
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 16777619u;
-	return h;
+		w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+	h = (h ^ w) * k;
+	h ^= h >> 29;
+	return (uint32_t)h;
 }
 
 void httproute_index_build(struct httproute_index *ix, const struct httproute *t, size_t n)
@@ -79,7 +99,7 @@ void httproute_index_build(struct httproute_index *ix, const struct httproute *t
 	for (size_t i = 0; i < n && i < UINT16_MAX && filled < HTTPROUTE_INDEX_SLOTS / 2; i++) {
 		const char *pat = t[i].pattern;
 		size_t len = strlen(pat);
-		if (strchr(pat, '*') || strstr(pat, "{v}"))
+		if (strchr(pat, '*') || strstr(pat, "{v}") || len > UINT16_MAX)
 			continue;
 		/* An earlier route that matches these bytes answers them. */
 		size_t j = 0;
@@ -92,6 +112,7 @@ void httproute_index_build(struct httproute_index *ix, const struct httproute *t
 		while (ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)])
 			h++;
 		ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)] = (uint16_t)(i + 1);
+		ix->len[h & (HTTPROUTE_INDEX_SLOTS - 1)] = (uint16_t)len;
 		filled++;
 	}
 }
@@ -100,11 +121,10 @@ const struct httproute *httproute_lookup(const struct httproute_index *ix, const
 					 size_t pn, struct http_span *ver, struct http_span *rest)
 {
 	for (uint32_t h = path_hash(path, pn);; h++) {
-		unsigned k = ix->slot[h & (HTTPROUTE_INDEX_SLOTS - 1)];
+		unsigned s = h & (HTTPROUTE_INDEX_SLOTS - 1), k = ix->slot[s];
 		if (!k)
 			break;
-		const char *pat = ix->t[k - 1].pattern;
-		if (same(pat, path, pn)) {
+		if (ix->len[s] == pn && same(ix->t[k - 1].pattern, path, pn)) {
 			*ver = (struct http_span){NULL, 0};
 			*rest = (struct http_span){NULL, 0};
 			return &ix->t[k - 1];

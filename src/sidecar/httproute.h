@@ -72,6 +72,7 @@ struct httproute_index {
 	const struct httproute *t;
 	size_t n;
 	uint16_t slot[HTTPROUTE_INDEX_SLOTS]; /* route number + 1; 0: empty */
+	uint16_t len[HTTPROUTE_INDEX_SLOTS];  /* its pattern's length */
 };
 
 /* Indexes t[0..n) (borrowed: it must outlive ix).  A table with more exact

@@ -81,19 +81,19 @@ static int known(const struct sessions *ss, const struct http_span *t, uint64_t 
 	return 0;
 }
 
-const struct session_dialect session_ours = {
-	"x-metadata-token-ttl-seconds", "X-Metadata-Token-TTL-Seconds", "x-metadata-token"};
+const struct session_dialect session_ours = SESSION_DIALECT(
+	"x-metadata-token-ttl-seconds", "X-Metadata-Token-TTL-Seconds", "x-metadata-token");
 
 int session_check(const struct sessions *ss, const struct http_request *req,
 		  const struct session_dialect *const *d, size_t n)
 {
 	int found = 0;
 	for (size_t i = 0; i < n; i++) {
-		int many;
-		const struct http_span *t = answer_req_header(req, d[i]->token, &many);
+		unsigned count = 0;
+		const struct http_span *t = http_req_header_n(req, d[i]->token, d[i]->token_len, &count);
 		if (!t)
 			continue;
-		if (many || !known(ss, t, req->start_us))
+		if (count > 1 || !known(ss, t, req->start_us))
 			return -1;
 		found = 1;
 	}

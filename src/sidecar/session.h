@@ -39,7 +39,10 @@ struct session_dialect {
 	const char *ttl;
 	const char *ttl_echo;
 	const char *token;
+	size_t token_len; /* strlen(token): looked up on every request */
 };
+/* A dialect from its three names (literals). */
+#define SESSION_DIALECT(ttl, ttl_echo, token) {ttl, ttl_echo, token, sizeof(token) - 1}
 /* Ours: X-Metadata-Token-TTL-Seconds and X-Metadata-Token. */
 extern const struct session_dialect session_ours;
 

@@ -100,7 +100,8 @@ static void test_check_dialects(void **state)
 	assert_int_equal(session_new(&ss, 60, 0, &t), 0);
 	char tok[SESSION_TOKEN_LEN + 1];
 	memcpy(tok, t, sizeof(tok));
-	static const struct session_dialect theirs = {"x-their-ttl", "X-Their-TTL", "x-their-token"};
+	static const struct session_dialect theirs =
+		SESSION_DIALECT("x-their-ttl", "X-Their-TTL", "x-their-token");
 	const struct session_dialect *const both[] = {&session_ours, &theirs};
 	char cut[SESSION_TOKEN_LEN];
 	memcpy(cut, tok, SESSION_TOKEN_LEN - 1);
@@ -148,7 +149,8 @@ static void test_open_answer(void **state)
 	(void)state;
 	struct sessions ss;
 	assert_int_equal(session_init(&ss), 0);
-	static const struct session_dialect theirs = {"x-their-ttl", "X-Their-TTL", "x-their-token"};
+	static const struct session_dialect theirs =
+		SESSION_DIALECT("x-their-ttl", "X-Their-TTL", "x-their-token");
 	const char *h[] = {"x-their-ttl", "90", NULL};
 	struct http_request rq = bare_req(3 * SEC, h);
 	struct http_response res;
