@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static size_t log_stamp_len;
  * guest, so most lines reuse it rather than format it again. */
 static struct sockaddr_storage log_peer;
 static char log_peer_ip[64];
+static size_t log_peer_len;
 
 void log_init(const char *prog)
 {
@@ -47,8 +49,9 @@ static const char *stamp(void)
 	return log_stamp;
 }
 
-/* The text of peer's address (addr_ntop), kept for the next line. */
-static const char *peer_text(const struct sockaddr_storage *peer)
+/* The text of peer's address (addr_ntop), kept for the next line; its
+ * length in *len. */
+static const char *peer_text(const struct sockaddr_storage *peer, size_t *len)
 {
 	int same = peer->ss_family == log_peer.ss_family && log_peer_ip[0];
 	if (same && peer->ss_family == AF_INET)
@@ -62,8 +65,10 @@ static const char *peer_text(const struct sockaddr_storage *peer)
 		same = 0;
 	if (!same) {
 		addr_ntop(peer, log_peer_ip, sizeof(log_peer_ip));
+		log_peer_len = strlen(log_peer_ip);
 		log_peer = *peer;
 	}
+	*len = log_peer_len;
 	return log_peer_ip;
 }
 
@@ -189,50 +194,84 @@ void log_on_error(void (*fn)(void))
 	log_err_hook = fn;
 }
 
+/* Whether none of the eight bytes of w needs escaping in a log line: each
+ * in 0x21..0x7e and none a backslash.  The tests of a byte below n / above
+ * n / equal to zero are the exact ones of "Bit Twiddling Hacks" (hasless,
+ * hasmore, haszero) for n <= 127. */
+static int plain8(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+	uint64_t below = (w - ones * 0x21) & ~w & high;
+	uint64_t above = ((w + ones * (127 - 0x7e)) | w) & high;
+	uint64_t bs = w ^ (ones * '\\');
+	uint64_t is_bs = (bs - ones) & ~bs & high;
+	return !(below | above | is_bs);
+}
+
+/* s[0..n) with bytes outside 0x21..0x7e and the backslash written as \xHH,
+ * cut at max bytes ("..." after); "-" for none.  Runs of plain bytes are
+ * found eight at a time and copied whole. */
 static void put_clean(struct sbuf *b, const char *s, size_t n, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";
 	if (!s || !n) {
-		sbuf_putc(b, '-');
+		sbuf_lit(b, "-");
 		return;
 	}
 	size_t end = n < max ? n : max, run = 0; /* start of the current run of plain bytes */
-	for (size_t i = 0; i < end; i++) {
-		unsigned char c = (unsigned char)s[i];
+	for (size_t i = 0; i < end;) {
+		if (end - i >= 8) {
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			if (plain8(w)) {
+				i += 8;
+				continue;
+			}
+		}
+		unsigned char c = (unsigned char)s[i++];
 		if (c > 0x20 && c < 0x7f && c != '\\')
 			continue;
-		sbuf_put(b, s + run, i - run);
-		run = i + 1;
+		sbuf_put(b, s + run, i - 1 - run);
+		run = i;
 		char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-		sbuf_put(b, e, 4);
+		sbuf_put_fixed(b, e, 4);
 	}
 	sbuf_put(b, s + run, end - run);
 	if (n > max)
-		sbuf_puts(b, "...");
+		sbuf_lit(b, "...");
 }
+
+/* Room for the longest access line and its NUL: stamp (20), peer (< 64),
+ * method (16 bytes, each at most 4 escaped, and "..."), path (200 such and
+ * "..."), three numbers (< 21 each), five spaces and "us\n": 1,044. */
+#define ACCESS_LINE_MAX 1100
 
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
 		const char *path, size_t plen, int status, size_t bytes, uint64_t us)
 {
-	char line[512];
-	struct sbuf b = SBUF_INIT(line, sizeof(line));
-	/* One line per answer: built without printf, as the answer's head is. */
+	/* Made in place at the buffer's end, as the answer's head is made:
+	 * without printf and without a copy. */
+	if (sizeof(log_buf) - log_len < ACCESS_LINE_MAX)
+		log_flush();
+	struct sbuf b = SBUF_INIT(log_buf + log_len, ACCESS_LINE_MAX);
 	const char *ts = stamp();
-	sbuf_put(&b, ts, log_stamp_len);
-	sbuf_putc(&b, ' ');
-	sbuf_puts(&b, peer ? peer_text(peer) : "-");
-	sbuf_putc(&b, ' ');
+	sbuf_put_fixed(&b, ts, log_stamp_len);
+	sbuf_lit(&b, " ");
+	size_t pl = 1;
+	const char *pt = peer ? peer_text(peer, &pl) : "-";
+	sbuf_put(&b, pt, pl);
+	sbuf_lit(&b, " ");
 	put_clean(&b, method, mlen, 16);
-	sbuf_putc(&b, ' ');
+	sbuf_lit(&b, " ");
 	put_clean(&b, path, plen, 200);
-	sbuf_putc(&b, ' ');
+	sbuf_lit(&b, " ");
 	sbuf_put_u(&b, (unsigned)status);
-	sbuf_putc(&b, ' ');
+	sbuf_lit(&b, " ");
 	sbuf_put_u(&b, bytes);
-	sbuf_putc(&b, ' ');
+	sbuf_lit(&b, " ");
 	sbuf_put_u(&b, us);
 	sbuf_lit(&b, "us\n");
 	if (b.overflow)
 		return; /* cannot happen with the caps above */
-	buffer_line(line, b.len);
+	log_len += b.len;
 }

@@ -166,6 +166,87 @@ static void test_access_lines(void **state)
 	assert_string_equal(line, "");
 }
 
+/* The access line's method and path as the log writes them, the slow way:
+ * bytes outside 0x21..0x7e and '\' as \xHH, cut at max with "...". */
+static void clean_ref(char *out, const unsigned char *s, size_t n, size_t max)
+{
+	size_t o = 0;
+	if (n == 0) {
+		strcpy(out, "-");
+		return;
+	}
+	for (size_t i = 0; i < n && i < max; i++) {
+		if (s[i] > 0x20 && s[i] < 0x7f && s[i] != '\\')
+			out[o++] = (char)s[i];
+		else
+			o += (size_t)sprintf(out + o, "\\x%02x", s[i]);
+	}
+	if (n > max)
+		o += (size_t)sprintf(out + o, "...");
+	out[o] = '\0';
+}
+
+/* Paths of every length to 260 (past the 200 cut), of plain bytes with
+ * escaped ones at every place in and across the eight-byte words the log
+ * scans, and 39 of 200 bytes all escaped (840-byte lines: whole; a 512-byte
+ * line buffer once dropped them). */
+static void test_access_escapes(void **state)
+{
+	(void)state;
+	char tmp[] = "/tmp/test_log.XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	unlink(tmp);
+	int saved = dup(STDERR_FILENO);
+	log_flush();
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	enum { N = 300 };
+	static unsigned char paths[N][262];
+	static size_t lens[N];
+	static const unsigned char odd[] = {0x00, 0x09, 0x0a, 0x20, 0x5c, 0x7f, 0x80, 0xff, 0x21, 0x7e};
+	static const char long_method[] = "M\\ETHOD\x01-LONGER-THAN-16";
+	uint32_t seed = 12345;
+	for (size_t k = 0; k < N; k++) {
+		size_t n = k < 261 ? k : 200;
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned r = seed >> 16;
+			/* odd[0..8) are escaped; 0x21 and 0x7e, the plain range's ends, not */
+			paths[k][i] = k >= 261	    ? odd[r % 8]
+				      : r % 11 == 0 ? odd[r % sizeof(odd)]
+						    : (unsigned char)('a' + r % 26);
+		}
+		lens[k] = n;
+		log_access(NULL, k % 2 ? "GET" : long_method, k % 2 ? 3 : sizeof(long_method) - 1,
+			   (const char *)paths[k], n, 404, k, 7);
+	}
+	log_flush();
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *buf = malloc((size_t)size + 1);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)size, 0), size);
+	close(fd);
+	buf[size] = '\0';
+	char *line = buf;
+	for (size_t k = 0; k < N; k++) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		static char method[128], path[1100], exp[1300];
+		clean_ref(method, (const unsigned char *)(k % 2 ? "GET" : long_method),
+			  k % 2 ? 3 : sizeof(long_method) - 1, 16);
+		clean_ref(path, paths[k], lens[k], 200);
+		snprintf(exp, sizeof(exp), "- %s %s 404 %zu 7us", method, path, k);
+		if (strcmp(msg_of(line), exp) != 0)
+			fail_msg("path %zu (%zu bytes): \"%s\", want \"%s\"", k, lens[k], msg_of(line), exp);
+		line = nl + 1;
+	}
+	assert_string_equal(line, "");
+	free(buf);
+}
+
 int main(void)
 {
 	log_init("test_log");
@@ -173,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_ring),
 		cmocka_unit_test(test_clean_and_cut),
 		cmocka_unit_test(test_hook),
+		cmocka_unit_test(test_access_escapes),
 		cmocka_unit_test(test_access_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
