@@ -94,7 +94,7 @@ echo "# what it serves, to which interfaces"
 expect_eq "identity" "default netvm virt-launcher-netvm-abcde default None" \
 	"$(j 'tuple(d["identity"][k] for k in ("namespace", "vm_name", "pod_name", "service_account", "instance_id"))' | tr -d "(),'")"
 expect_eq "placement: the zone given, no region" "eu-west-1b None" "$(j 'd["placement"]["zone"], d["placement"]["region"]' | tr -d "(),'")"
-expect_eq "listen address, rate and hop limits, the loop's busy-poll bound" "169.254.169.254:80 100 1 50 False" \
+expect_eq "listen address, rate and hop limits, the loop's busy-poll bound" "169.254.169.254:80 100 1 0 False" \
 	"$(j 'tuple(d["http"][k] for k in ("listen", "rate_limit", "hop_limit", "busy_poll_us", "session_required"))' | tr -d "(),'")"
 expect_eq "layouts" "NoCloud EC2 OpenStack GCE Azure Kubernetes" "$(j '" ".join(l["name"] for l in d["layouts"])')"
 expect_eq "routes: the table's paths (EC2's token, OpenStack's meta_data.json, GCE's instance)" "True True True" \

@@ -87,7 +87,7 @@ static void test_defaults(void **state)
 	assert_null(c.state_dir);
 	assert_int_equal(c.hop_limit, 1); /* one link: the guest, not what it routes */
 	assert_int_equal(c.rate_limit, IMDS_DEFAULT_RATE);
-	assert_int_equal(c.busy_poll_us, 50); /* the loop polls up to 50 us before it sleeps */
+	assert_int_equal(c.busy_poll_us, 0); /* the loop sleeps at once unless asked to poll */
 	assert_int_equal(c.limits.header_timeout_ms, 5000);
 	assert_int_equal(c.limits.idle_timeout_ms, 20000);
 	assert_int_equal(c.limits.max_head, 8192);
