@@ -354,20 +354,36 @@ need_userns() {
 	skip "$2: boot and migration" "this machine cannot create a user namespace as UID 107, which passt's sandbox needs (unshare --user: ${err:-failed}; a chroot cannot, user_namespaces(7))"
 	return 1
 }
-# ... passt as KubeVirt v1.9 runs it: vhost-user, passt-repair across the
-# migration.  Debian 13's passt (built from its source) and bookworm-backports'
-# qemu 10 (unpacked), from hack/build-passt-qemu.sh's cache; Debian 12's have
-# neither (tests/integration/net_passt_repair.sh).  Sets PASST_BIN,
-# PASST_REPAIR, PASST_QEMU_DIR for the scenario's run.
-need_vhost() {
-	need_userns "$@" || return 1
+# qemu10_dir <label>: bookworm-backports' qemu 10 and Debian 13's passt, from
+# hack/build-passt-qemu.sh's cache (built once a run: QEMU10_DIR); its first
+# call says the versions.
+QEMU10_DIR=""
+qemu10_dir() {
+	[[ -n $QEMU10_DIR ]] && return 0
 	local dir
 	if ! dir=$("$REPO/hack/build-passt-qemu.sh" 2>"$work/build-passt-qemu.log" | tail -n 1) || [[ ! -x $dir/bin/passt ]]; then
-		not_ok "$2: Debian 13's passt and bookworm-backports' qemu (hack/build-passt-qemu.sh)" "$(tail -n 20 "$work/build-passt-qemu.log")"
+		not_ok "$1: Debian 13's passt and bookworm-backports' qemu (hack/build-passt-qemu.sh)" "$(tail -n 20 "$work/build-passt-qemu.log")"
 		return 1
 	fi
-	PASST_BIN=$dir/bin/passt PASST_REPAIR=$dir/bin/passt-repair PASST_QEMU_DIR=$dir
-	ok "$2: passt $(sed -n 's/^passt: passt_\([^ ]*\).*/\1/p' "$dir/VERSIONS"), qemu $("$dir/bin/qemu-system-x86_64" --version | head -n 1 | sed 's/^QEMU emulator version //') (hack/build-passt-qemu.sh)"
+	QEMU10_DIR=$dir
+	ok "$1: passt $(sed -n 's/^passt: passt_\([^ ]*\).*/\1/p' "$dir/VERSIONS"), qemu $("$dir/bin/qemu-system-x86_64" --version | head -n 1 | sed 's/^QEMU emulator version //') (hack/build-passt-qemu.sh)"
+}
+# ... passt as KubeVirt v1.9 runs it: vhost-user, passt-repair across the
+# migration.  Debian 13's passt (built from its source) and bookworm-backports'
+# qemu 10 (unpacked); Debian 12's have neither
+# (tests/integration/net_passt_repair.sh).  Sets PASST_BIN, PASST_REPAIR,
+# PASST_QEMU_DIR for the scenario's run.
+need_vhost() {
+	need_userns "$@" && qemu10_dir "$2" || return 1
+	PASST_BIN=$QEMU10_DIR/bin/passt PASST_REPAIR=$QEMU10_DIR/bin/passt-repair PASST_QEMU_DIR=$QEMU10_DIR
+}
+# need_mig_qemu <name> <label>: a guest that live-migrates boots on qemu 10
+# (MIG_QEMU_DIR, boot_guest), its migration target alike (mig_qemu_target runs
+# the source's command line): qemu 7.2's TCG loses guest writes made while it
+# migrates (tests/lib/vm_migrate.sh: measured).
+need_mig_qemu() {
+	qemu10_dir "$2" || return 1
+	MIG_QEMU_DIR=$QEMU10_DIR
 }
 # ... the webhook's serial for an IPv6-only VM (SERIAL6)
 need_serial6() {
@@ -414,7 +430,7 @@ scenario_run() {
 
 L_BOOT=- L_REQ_FINAL=- R2_MS=-
 for s in $SCENARIOS; do
-	BOOT_EXTRA=() PASST_BIN="" PASST_REPAIR="" PASST_QEMU_DIR=""
+	BOOT_EXTRA=() PASST_BIN="" PASST_REPAIR="" PASST_QEMU_DIR="" MIG_QEMU_DIR=""
 	if [[ -z ${SCENARIO[$s.runner]:-} ]]; then
 		not_ok "unknown scenario $s"
 		continue

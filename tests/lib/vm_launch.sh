@@ -499,6 +499,13 @@ boot_guest() { # <name> <console> [qemu args]
 	elif [[ $(binding_of "$POD_BINDING" qemu) == passt ]]; then
 		netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
 	fi
+	# A guest that live-migrates boots on the same qemu 10 (MIG_QEMU_DIR,
+	# vm_boot.sh need_mig_qemu): qemu 7.2's TCG loses guest writes made
+	# during a migration (tests/lib/vm_migrate.sh says what was measured).
+	if [[ -z $qemu && -n ${MIG_QEMU_DIR:-} ]]; then
+		qemu=$MIG_QEMU_DIR/bin/qemu-system-x86_64
+		vhost=(-L "$MIG_QEMU_DIR/share/qemu")
+	fi
 	if ! VM_QEMU=${qemu:-${VM_QEMU:-}} VM_NETDEV=$netdev VM_NIC_OPTS=$nic VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${vhost[@]}" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1

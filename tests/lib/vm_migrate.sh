@@ -28,6 +28,17 @@
 # and binding plugins that declare migration (the passt plugin does):
 # pkg/network/vmispec/interface.go:71-87 at v1.8.4.  Leaves NS, SC_* and
 # VM_* naming the target.  Adds a line to SUMMARY.
+# The guests that migrate boot on bookworm-backports' qemu 10.0.2 (vm_boot.sh
+# need_mig_qemu), the target on the same: Debian 12's qemu 7.2 (7.2+dfsg-7+
+# deb12u18+b3) under TCG loses guest writes made while it migrates.  The
+# Debian 12 guest (kernel 6.1.176) died after the switch-over in three of
+# three migrations of each of two make test runs (2026-11-28: timer lists
+# with LIST_POISON2 in them, a jump to 0x101, a soft lockup in virtio_net's
+# start_xmit); hack/tcg-migration-check.sh (the guest migrated back and forth
+# on one machine) saw it die at the 2nd migration on qemu 7.2 and live
+# through 20 of 20 on qemu 10.0.2, the two run side by side on 2 cores; its
+# first draft, one at a time: 7.2 died at the 5th (PVH entry) and the 1st
+# (bzImage), a Debian 13 guest went silent at the 3rd; 10.0.2 30 of 30.
 # Lifecycle events (issue 31, docs/sidecar.md): the pods carry the VMI's
 # evictionStrategy LiveMigrate as the webhook records it (pod_up); the migration
 # is an eviction's, so the source pod's eviction-in-progress file flips once the

@@ -11,10 +11,12 @@
 # set: the boot, what the guest got, what the node saw, who else is refused, SSH;
 # with reboot=1 a second boot on the same disk.  In bridge binding and passt the
 # sidecar is killed (SIGKILL) once the guest's cloud-init has its meta-data and
-# started again as kubelet restarts it.  Adds a line to SUMMARY.
+# started again as kubelet restarts it.  It ends in a live migration: the guest
+# boots on qemu 10 (need_mig_qemu).  Adds a line to SUMMARY.
 SUMMARY=()
 scenario_binding() {
 	local d=$1 l=$2 binding=$3 reboot=$4 con="$work/$1/console.log" b2=- out
+	need_mig_qemu "$d" "$l" || return 1
 	POD_EXTRA=() VOL_IID=''
 	if [[ -n ${VOLUME:-} ]]; then
 		volume_source "$d" "$l" || return 1
@@ -102,9 +104,11 @@ volume_source() {
 
 
 # --- 6. link-local scenario ----------------------------------------------------------------
-# scenario_linklocal <dir> <label> <binding>: see the header
+# scenario_linklocal <dir> <label> <binding>: see the header; it ends in a live
+# migration (need_mig_qemu)
 scenario_linklocal() {
 	local d=$1 l=$2 con="$work/$1/console.log" netcfg
+	need_mig_qemu "$d" "$l" || return 1
 	# not in $(...): pod_up starts background processes and records them
 	if ! pod_up "$d" "$3" "$USER_DATA_POLL" >"$work/pod_up.out" 2>&1; then
 		not_ok "$l: pod netns, tap, no DHCP, arp_ignore=8, imds-server run as injected" "$(cat "$work/pod_up.out")"
