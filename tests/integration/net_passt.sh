@@ -69,7 +69,11 @@ for fam,a in ((socket.AF_INET,"169.254.169.254"),(socket.AF_INET6,"fd00:ec2::254
     s.bind((a,80)); s.listen(); ls.append(s)
 time.sleep(30)' &
 holder=$!
-sleep 0.3
+# until both listen (a fixed 0.3 s lost the race once on a loaded machine)
+for ((i = 0; i < 200; i++)); do
+	(($(ip netns exec "$NS_POD" ss -ltnH 'sport = :80' | grep -cE '169\.254\.169\.254%eth0:80 |\[fd00:ec2::254\]%eth0:80 ') >= 2)) && break
+	sleep 0.05
+done
 out=$(timeout 10 ip netns exec "$NS_POD" pasta --runas 0 -f -I eth0 -t 80 -u none --netns "/run/netns/$NS_TAG-scratch" 2>&1)
 rc=$?
 kill "$holder" 2>/dev/null
