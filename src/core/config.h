@@ -12,8 +12,8 @@
 #define IMDS_DEFAULT_TOKEN_PATH "/var/run/secrets/tokens/token"
 #define IMDS_DEFAULT_RATE 100
 /* The bound of the loop's poll before it sleeps (loop_set_busy_poll), us:
- * off unless asked for (docs/sidecar.md "Busy poll": in the full test run,
- * beside the emulator's guests, it cost CPU they needed). */
+ * off unless asked for (docs/sidecar.md "Busy poll": polling sidecars took
+ * CPU from the work beside them, measured by two full test runs). */
 #define IMDS_DEFAULT_BUSY_POLL_US 0
 /* One link: a guest on the bridge is served, anything it routes is not. */
 #define IMDS_DEFAULT_HOP_LIMIT 1
