@@ -483,30 +483,30 @@ boot_guest() { # <name> <console> [qemu args]
 		not_ok "$name: qemu held: the sidecar's startupProbe fails" "$(cat "$work/probe.log")"
 		return 1
 	fi
-	local netdev="" nic="" qemu="" vhost=()
+	# qdir: bookworm-backports' qemu 10 (hack/build-passt-qemu.sh's, unpacked)
+	# for a guest that live-migrates (MIG_QEMU_DIR, vm_boot.sh need_mig_qemu:
+	# qemu 7.2's TCG loses guest writes made during a migration,
+	# tests/lib/vm_migrate.sh says what was measured) and for passt's
+	# vhost-user (PASST_QEMU_DIR: qemu 7.2 cannot carry passt's state)
+	local netdev="" nic="" qemu="" qargs=() qdir=${MIG_QEMU_DIR:-}
 	if [[ $(binding_of "$POD_BINDING" qemu) == passt && -n ${PASST_BIN:-} ]]; then
-		# libvirt's vhost-user interface for passt, on qemu 10 (PASST_QEMU_DIR,
-		# bookworm-backports' unpacked: qemu 7.2 cannot carry passt's state):
-		# the guest's memory shared with the back end (memfd, share=on: a
-		# vhost-user back end maps it), and no option ROM (iPXE's DHCP made
-		# this passt assert in virtqueue_map_desc, virtio.c:403 at 587980c;
-		# the guest boots from its disk, not the network).
-		netdev="vhost-user,id=net0,chardev=passt0" nic=",romfile=" qemu=$PASST_QEMU_DIR/bin/qemu-system-x86_64
+		# libvirt's vhost-user interface for passt: the guest's memory shared
+		# with the back end (memfd, share=on: a vhost-user back end maps it),
+		# and no option ROM (iPXE's DHCP made this passt assert in
+		# virtqueue_map_desc, virtio.c:403 at 587980c; the guest boots from
+		# its disk, not the network).
+		netdev="vhost-user,id=net0,chardev=passt0" nic=",romfile=" qdir=$PASST_QEMU_DIR
 		# shellcheck disable=SC2054 # qemu options, comma-separated
-		vhost=(-chardev "socket,id=passt0,path=$PASST_SOCK"
-			-object "memory-backend-memfd,id=mem0,size=${VM_MEM:-512}M,share=on" -numa node,memdev=mem0
-			-L "$PASST_QEMU_DIR/share/qemu")
+		qargs=(-chardev "socket,id=passt0,path=$PASST_SOCK"
+			-object "memory-backend-memfd,id=mem0,size=${VM_MEM:-512}M,share=on" -numa node,memdev=mem0)
 	elif [[ $(binding_of "$POD_BINDING" qemu) == passt ]]; then
 		netdev="stream,id=net0,server=off,addr.type=unix,addr.path=$PASST_SOCK"
 	fi
-	# A guest that live-migrates boots on the same qemu 10 (MIG_QEMU_DIR,
-	# vm_boot.sh need_mig_qemu): qemu 7.2's TCG loses guest writes made
-	# during a migration (tests/lib/vm_migrate.sh says what was measured).
-	if [[ -z $qemu && -n ${MIG_QEMU_DIR:-} ]]; then
-		qemu=$MIG_QEMU_DIR/bin/qemu-system-x86_64
-		vhost=(-L "$MIG_QEMU_DIR/share/qemu")
+	if [[ -n $qdir ]]; then
+		qemu=$qdir/bin/qemu-system-x86_64
+		qargs+=(-L "$qdir/share/qemu")
 	fi
-	if ! VM_QEMU=${qemu:-${VM_QEMU:-}} VM_NETDEV=$netdev VM_NIC_OPTS=$nic VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${vhost[@]}" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
+	if ! VM_QEMU=${qemu:-${VM_QEMU:-}} VM_NETDEV=$netdev VM_NIC_OPTS=$nic VM_MAC=$GUEST_MAC vm_boot "$NS" tap0 "$GUEST_IMG" "${VM_SERIAL:-$SERIAL}" "$con" "${qargs[@]}" "${BOOT_EXTRA[@]}" "$@" 2>"$work/boot.err"; then
 		not_ok "$name: qemu started" "$(cat "$work/boot.err")"
 		return 1
 	fi
