@@ -400,10 +400,10 @@ mig_results() {
 	h_last=$(grep -a ' GET /v1/identity 200 ' "$s_log.ts" | tail -n 1 | cut -d' ' -f1)
 	h_first=$(grep -a ' GET /v1/identity 200 ' "$SC_LOG.ts" | head -n 1 | cut -d' ' -f1)
 	h_gap=$(awk -v a="$h_last" -v b="$h_first" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
-	if [[ -n $gap ]] && ((gap < 1000)); then
+	if [[ $gap =~ ^[0-9]+$ ]] && ((gap < 1000)); then
 		ok "$l: served by the target ${gap} ms after the source's last answer, between the guest kernel's receive stamps of the two ($(mig_kv "$poll" fails) requests unanswered: $(mig_kv "$poll" kinds); the loop read them $(mig_kv "$poll" read_gap_ms) ms apart); host clock, source's last answer -> target's first: ${h_gap} ms, qemu downtime ${down} ms"
 	else
-		not_ok "$l: served by the target within 1 s of the source's last answer" "$poll" "host: ${h_gap} ms"
+		not_ok "$l: served by the target within 1 s of the source's last answer (gap_ms: the guest kernel's receive stamps; -1: an answer came unstamped)" "$poll" "host: ${h_gap} ms"
 	fi
 	MIG_HGAP=$h_gap
 	wait_l=$(mig_line "$t_con" WAIT)
