@@ -287,10 +287,14 @@ void http_parser_set_fast(struct http_parser *p, int on)
  * answer's instructions; this reads exactly that common form in one pass and
  * fills the request as the llhttp path would.  Anything else — another
  * method, a byte outside the sets below, a header that changes framing or
- * the connection (Content-Length, Transfer-Encoding, Connection,
- * Proxy-Connection, Upgrade), a bare LF, folding, an empty value, a head
- * not yet whole or past a limit — returns 0 and the request goes through
- * llhttp from its first byte, errors and all.  So the fast path decides
+ * the connection (Content-Length, Transfer-Encoding, Proxy-Connection,
+ * Upgrade, a Connection other than one plain "keep-alive" or "close"), a
+ * bare LF, folding, an empty value, a head not yet whole or past a limit —
+ * returns 0 and the request goes through llhttp from its first byte, errors
+ * and all.  "Connection: keep-alive" is read fast: every request of
+ * python-requests carries it (cloud-init's, cloudbase-init's).  Its effect
+ * is llhttp's (llhttp_should_keep_alive): HTTP/1.1 stays open unless a
+ * Connection says "close", HTTP/1.0 closes unless one says "keep-alive".  So the fast path decides
  * nothing llhttp would decide differently: fuzz_http_parse runs both on
  * every input and aborts on any difference, and test_http_parse runs its
  * table both ways. */
@@ -333,7 +337,6 @@ static int framing_name(const char *p, size_t n)
 {
 	switch (n) { /* by length: most names are none of these lengths */
 	case 7: return header_name_is(p, "upgrade", 7);
-	case 10: return header_name_is(p, "connection", 10);
 	case 14: return header_name_is(p, "content-length", 14);
 	case 16: return header_name_is(p, "proxy-connection", 16);
 	case 17: return header_name_is(p, "transfer-encoding", 17);
@@ -390,6 +393,7 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 	i += 11;
 	unsigned nh = 0, cap = ps->lim.max_headers < HTTP_MAX_HEADERS ? ps->lim.max_headers
 								    : HTTP_MAX_HEADERS;
+	int said_close = 0, said_keep = 0; /* a Connection header's word */
 	for (;;) {
 		if (end - i < 2)
 			return 0;
@@ -419,11 +423,24 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 			ve--;
 		if (ve == vs)
 			return 0;
+		if (r->hname[nh].n == 10 && header_name_is(d + ns, "connection", 10)) {
+			/* one plain word, nothing after it: a list, another word or
+			 * trailing blanks go to llhttp */
+			if (ve != i)
+				return 0;
+			if (ve - vs == 5 && header_name_is(d + vs, "close", 5))
+				said_close = 1;
+			else if (ve - vs == 10 && header_name_is(d + vs, "keep-alive", 10))
+				said_keep = 1;
+			else
+				return 0;
+		}
 		r->hvalue[nh++] = (struct http_span){d + vs, ve - vs};
 		i += 2;
 	}
 	r->nheaders = nh;
 	out->used = i;
+	out->keep_alive = r->version_minor == 1 ? !said_close : said_keep;
 	return 1;
 }
 
@@ -474,7 +491,6 @@ enum http_parse_status http_parse(struct http_parser *p, const char *data, size_
 		int bad = request_check(req, &code);
 		if (bad)
 			return error(out, bad, code, NULL);
-		out->keep_alive = req->version_minor == 1;
 		return HTTP_PARSE_DONE;
 	}
 	memset(req, 0, offsetof(struct http_request, hname));

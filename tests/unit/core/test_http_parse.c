@@ -41,6 +41,16 @@ static const struct pcase cases[] = {
 	OK("head 1.0", "HEAD /x HTTP/1.0\r\n\r\n", HTTP_M_HEAD, "/x", "", "", 0, 0),
 	OK("1.0 keep-alive", "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 1),
 	OK("close", "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", HTTP_M_GET, "/", "", "", 2, 0),
+	/* llhttp_should_keep_alive's rule: 1.1 stays open unless a Connection
+	 * says close, 1.0 closes unless one says keep-alive (both said: 1.1
+	 * closes, 1.0 stays open) */
+	OK("1.0 close", "GET /x HTTP/1.0\r\nConnection: close\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 0),
+	OK("1.0 Keep-Alive", "GET /x HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", HTTP_M_GET, "/x", "", "", 1, 1),
+	OK("1.1 both", "GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
+	   HTTP_M_GET, "/x", "", "", 3, 0),
+	OK("1.0 both", "GET /x HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+	   HTTP_M_GET, "/x", "", "", 2, 1),
+	OK("1.1 list", "GET /x HTTP/1.1\r\nHost: a\r\nConnection: foo, close\r\n\r\n", HTTP_M_GET, "/x", "", "", 2, 0),
 	OK("absolute", "GET http://169.254.169.254/v1/x?y HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/v1/x", "y", "", 1, 1),
 	OK("absolute no path", "GET https://h HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_M_GET, "/", "", "", 1, 1),
 	OK("put", "PUT /v1/session HTTP/1.1\r\nHost: a\r\nX-Metadata-Token-TTL-Seconds: 60\r\n\r\n", HTTP_M_PUT, "/v1/session", "", "", 2, 1),
@@ -330,7 +340,20 @@ static void test_fast_same_as_llhttp(void **state)
 		{"GET /x HTTP/1.1\r\nHost: a\r\nX-Aws-Ec2-Metadata-Token: AQAE=\t \r\n\r\n", 1},
 		{"GET /x HTTP/1.1\r\nHost: a\r\n\r\n", 1},
 		{"GET /x HTTP/1.1\r\n\r\n", 1}, /* read fast, refused by the common check */
-		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 0},
+		/* python-requests' own request (cloud-init, cloudbase-init) */
+		{"GET /openstack/latest/meta_data.json HTTP/1.1\r\nHost: 169.254.169.254\r\n"
+		 "User-Agent: Cloud-Init/25.1.4\r\nAccept-Encoding: gzip, deflate\r\nAccept: */*\r\n"
+		 "Connection: keep-alive\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nconnection: CLOSE\r\n\r\n", 1},
+		{"GET /x HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", 1},
+		{"GET /x HTTP/1.0\r\nConnection: close\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n", 1},
+		{"GET /x HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n", 1},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close \r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n", 0},
+		{"GET /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alivex\r\n\r\n", 0},
 		{"GET /x HTTP/1.1\r\nHost: a\r\nproxy-connection: close\r\n\r\n", 0},
 		{"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", 0},
 		{"GET /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 0},
