@@ -21,7 +21,10 @@
 # The first table: imds-server polling before it sleeps (IMDS_BUSY_POLL_US=
 # BENCH_BUSY_POLL_US, default 50; docs/sidecar.md) and the floor likewise
 # (--busy-poll, the same bound and rule); the second: both as shipped, the
-# poll off, from the same rounds; a third what the poll costs in CPU.
+# poll off, from the same rounds; a third the servers' CPU per answer in
+# those rounds (poll off: at 10 and 100 connections wrk's core is the limit
+# here, and this is what a faster client would see); a fourth what the poll
+# costs in CPU.
 # As root the rows run with a PM QoS request of 0 us held on
 # /dev/cpu_dma_latency (idle vCPUs poll rather than halt, as under
 # cyclictest): at 1 connection a round trip is mostly the wake-up of an
@@ -95,7 +98,7 @@ for _ in $(seq 50); do curl -sf "http://127.0.0.1:$NPORT/v1/meta-data" >/dev/nul
 
 # --- h2o from Debian, when installed (make bench installs it): the fastest
 # general server packaged here, one thread on the server's core, no log
-HPORT=
+HPORT='' HPID=''
 if command -v h2o >/dev/null; then
 	HPORT=$(free_port)
 	mkdir -p "$WORK/h2o"
@@ -107,7 +110,8 @@ if command -v h2o >/dev/null; then
 			"$WORK/h2o/error.log" "$WORK/www"
 	} >"$WORK/h2o/h2o.conf"
 	taskset -c "$SRV_CPU" h2o -c "$WORK/h2o/h2o.conf" >"$WORK/h2o/out.log" 2>&1 &
-	PIDS+=($!)
+	HPID=$!
+	PIDS+=("$HPID")
 	for _ in $(seq 50); do curl -sf "http://127.0.0.1:$HPORT/v1/meta-data" >/dev/null && break; sleep 0.1; done
 	curl -sf "http://127.0.0.1:$HPORT/v1/meta-data" >/dev/null ||
 		{ echo "bench: h2o did not start: $(cat "$WORK/h2o/error.log" "$WORK/h2o/out.log")" >&2; exit 1; }
@@ -134,38 +138,49 @@ for path, hdr in (("/v1/meta-data", ""), ("/v1/identity", "Metadata: true\r\n"))
     assert head.startswith(b"HTTP/1.1 200 "), head
     open(work + "/raw" + path.replace("/", "_"), "wb").write(head + b"\r\n\r\n" + body)
 PYEOF
-declare -A FPORT F0PORT
+declare -A FPORT F0PORT F0PID
 for path in /v1/meta-data /v1/identity; do
 	FPORT[$path]=$(free_port)
 	taskset -c "$SRV_CPU" "$WORK/floor" "${FPORT[$path]}" --raw "$WORK/raw${path//\//_}" --busy-poll "$POLL_US" &
 	PIDS+=($!)
 	F0PORT[$path]=$(free_port)
 	taskset -c "$SRV_CPU" "$WORK/floor" "${F0PORT[$path]}" --raw "$WORK/raw${path//\//_}" &
+	F0PID[$path]=$!
 	PIDS+=($!)
 done
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:${F0PORT[/v1/identity]}/" >/dev/null && break; sleep 0.1; done
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$I0PORT/v1/meta-data" >/dev/null && break; sleep 0.1; done
 
-# wrk_row URL CONNS [HEADER...] -> "rps p50 p99"
+# task_ns PID -> ns on a CPU of all the process's threads (schedstat)
+task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
+# wrk_row URL CONNS [HEADER...] -> "rps p50 p99 cpu": cpu is the server's
+# CPU per answer in us when WRK_PID names it (its threads' time on a CPU
+# over the run, divided by the answers), else "-"
 wrk_row() {
-	local out url=$1 conns=$2 h hdrs=()
+	local out url=$1 conns=$2 h hdrs=() c0=0 cpu=-
 	shift 2
 	for h in "$@"; do [[ -n $h ]] && hdrs+=(-H "$h"); done
+	[[ -n ${WRK_PID:-} ]] && c0=$(task_ns "$WRK_PID")
 	out=$(taskset -c "$CLI_CPU" wrk -t1 -c"$conns" -d"${SECS}s" --latency "${hdrs[@]}" "$url")
+	if [[ -n ${WRK_PID:-} ]]; then
+		cpu=$(awk -v a="$c0" -v b="$(task_ns "$WRK_PID")" '/requests in/ { if ($1 > 0) printf "%.2f", (b - a) / 1000 / $1 }' <<<"$out")
+	fi
 	local rps p50 p99
 	rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' <<<"$out")
 	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
 	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-	echo "$rps $p50 $p99"
+	echo "$rps $p50 $p99 ${cpu:--}"
 }
 
 # median_round "rps p50 p99"... -> the round with the median req/s
 median_round() { printf '%s\n' "$@" | sort -n -k1,1 | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }'; }
-# paired_ratio "A-rounds" "B-rounds" -> the median of A_k / B_k over the
-# rounds k (each round's first field, req/s), e.g. "1.02x"; "-" without B
+# paired_ratio "A-rounds" "B-rounds" [FIELD] -> the median of A_k / B_k
+# over the rounds k (each round's FIELD, by default the first: req/s), e.g.
+# "1.02x"; "-" without B
 paired_ratio() {
 	[[ -n $2 ]] || { echo -; return; }
-	paste -d' ' <(cut -d' ' -f1 <<<"$1") <(cut -d' ' -f1 <<<"$2") |
+	local f=${3:-1}
+	paste -d' ' <(cut -d' ' -f"$f" <<<"$1") <(cut -d' ' -f"$f" <<<"$2") | { grep -v -- - || true; } |
 		awk '$2 > 0 { print $1 / $2 }' | sort -g |
 		awk '{ r[NR] = $0 } END { if (NR) printf "%.2fx", (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2; else print "-" }'
 }
@@ -182,7 +197,9 @@ printf '\nkubevirt-imds benchmark (%s, %d cores, %ss per run, median of %d round
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
 printf '%-14s %5s | %10s %9s %9s | %10s %9s %9s | %10s %10s | %10s %10s %10s\n' path conns "imds req/s" p50 p99 \
 	"nginx rq/s" p50 p99 "h2o rq/s" "floor rq/s" "imds/nginx" "imds/h2o" "imds/floor"
-declare -A I100 NOPOLL
+declare -A I100 NOPOLL CPU
+# median_field N "rounds" -> the median of field N over the rounds
+median_field() { cut -d' ' -f"$1" <<<"$2" | { grep -v -- - || true; } | sort -g | awk '{ r[NR] = $0 } END { print NR ? r[int((NR + 1) / 2)] : "-" }'; }
 low_floor='' low_h2o=''
 lowest() { awk -v r="${1%x}" -v m="$2" 'BEGIN { print (m == "" || r + 0 < m + 0) ? r : m }'; }
 for path in /v1/meta-data /v1/identity; do
@@ -195,13 +212,13 @@ for path in /v1/meta-data /v1/identity; do
 		for ((k = 0; k < ROUNDS; k++)); do
 			ri+=("$(wrk_row "http://127.0.0.1:$IPORT$path" "$c" "$hdr")")
 			rf+=("$(wrk_row "http://127.0.0.1:${FPORT[$path]}$path" "$c" "$hdr")")
-			[[ -n $HPORT ]] && rh+=("$(wrk_row "http://127.0.0.1:$HPORT$path" "$c" "$hdr")")
-			rn+=("$(wrk_row "http://127.0.0.1:$NPORT$path" "$c" "$hdr")")
-			ri0+=("$(wrk_row "http://127.0.0.1:$I0PORT$path" "$c" "$hdr")")
-			rf0+=("$(wrk_row "http://127.0.0.1:${F0PORT[$path]}$path" "$c" "$hdr")")
+			[[ -n $HPORT ]] && rh+=("$(WRK_PID=$HPID wrk_row "http://127.0.0.1:$HPORT$path" "$c" "$hdr")")
+			rn+=("$(WRK_PID=$NPID wrk_row "http://127.0.0.1:$NPORT$path" "$c" "$hdr")")
+			ri0+=("$(WRK_PID=$I0PID wrk_row "http://127.0.0.1:$I0PORT$path" "$c" "$hdr")")
+			rf0+=("$(WRK_PID=${F0PID[$path]} wrk_row "http://127.0.0.1:${F0PORT[$path]}$path" "$c" "$hdr")")
 		done
-		read -r ir i50 i99 < <(median_round "${ri[@]}")
-		read -r nr n50 n99 < <(median_round "${rn[@]}")
+		read -r ir i50 i99 _ < <(median_round "${ri[@]}")
+		read -r nr n50 n99 _ < <(median_round "${rn[@]}")
 		hr=-
 		[[ -n $HPORT ]] && read -r hr _ _ < <(median_round "${rh[@]}")
 		read -r fr _ _ < <(median_round "${rf[@]}")
@@ -217,7 +234,14 @@ for path in /v1/meta-data /v1/identity; do
 		read -r i0r _ _ < <(median_round "${ri0[@]}")
 		read -r f0r _ _ < <(median_round "${rf0[@]}")
 		all_i0=$(printf '%s\n' "${ri0[@]}")
-		NOPOLL[$path $c]="$i0r $f0r $(paired_ratio "$all_i0" "$(printf '%s\n' "${rf0[@]}")") $(paired_ratio "$all_i0" "$all_h") $(paired_ratio "$all_i" "$all_i0")"
+		all_f0=$(printf '%s\n' "${rf0[@]}") all_n=$(printf '%s\n' "${rn[@]}")
+		NOPOLL[$path $c]="$i0r $f0r $(paired_ratio "$all_i0" "$all_f0") $(paired_ratio "$all_i0" "$all_h") $(paired_ratio "$all_i" "$all_i0")"
+		# the server's CPU per answer, poll off: what a client that is not
+		# the limit would see (the median of each server's rounds; the
+		# ratios are the median of the rounds' floor/imds and h2o/imds)
+		h0=-
+		[[ -n $HPORT ]] && h0=$(median_field 4 "$all_h")
+		CPU[$path $c]="$(median_field 4 "$all_i0") $(median_field 4 "$all_f0") $h0 $(median_field 4 "$all_n") $(paired_ratio "$all_f0" "$all_i0" 4) $(paired_ratio "$all_h" "$all_i0" 4)"
 	done
 done
 printf '%-44s %6.2fx   anchor >= 0.95x\n' "lowest imds/floor over the rows above" "$low_floor"
@@ -234,6 +258,19 @@ for path in /v1/meta-data /v1/identity; do
 	for c in 1 10 100; do
 		read -r a b r1 r2 r3 <<<"${NOPOLL[$path $c]}"
 		printf '%-14s %5d | %12s %12s | %10s %10s | %16s\n' "$path" "$c" "$a" "$b" "$r1" "$r2" "$r3"
+	done
+done
+
+# --- the same rounds, the server's CPU per answer (poll off): where wrk's
+# core is the limit (10 and 100 connections here) the req/s above are
+# wrk's, and this is the servers' own cost; floor/imds >= 1 means imds spent
+# no more than the floor per answer
+printf '\n%-14s %5s | %9s %9s %9s %9s | %11s %11s\n' "us CPU/answer" conns imds floor h2o nginx \
+	"floor/imds" "h2o/imds"
+for path in /v1/meta-data /v1/identity; do
+	for c in 1 10 100; do
+		read -r a b h n r1 r2 <<<"${CPU[$path $c]}"
+		printf '%-14s %5d | %9s %9s %9s %9s | %11s %11s\n' "$path" "$c" "$a" "$b" "$h" "$n" "$r1" "$r2"
 	done
 done
 
@@ -279,7 +316,7 @@ printf '\n%-48s | %10s %9s %9s | %10s %10s %10s\n' "100 connections" "imds req/s
 extra_row() { # label path plain-path header...
 	local label=$1 path=$2 base=$3 r50 r99 rr pr fr nr
 	shift 3
-	read -r rr r50 r99 < <(SECS=$((SECS * 3)) wrk_row "http://127.0.0.1:$IPORT$path" 100 "$@")
+	read -r rr r50 r99 _ < <(SECS=$((SECS * 3)) wrk_row "http://127.0.0.1:$IPORT$path" 100 "$@")
 	read -r pr fr nr <<<"${I100[$base]}"
 	printf '%-48s | %10s %9s %9s | %10s %10s %10s\n' "$label" "$rr" "$r50" "$r99" \
 		"$(ratio "$rr" "$pr")" "$(ratio "$rr" "$fr")" "$(ratio "$rr" "$nr")"
