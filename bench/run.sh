@@ -277,10 +277,9 @@ done
 # --- what the poll costs: the server's CPU time per answer (schedstat, ns
 # on a CPU), requests 1 ms apart on one connection (a guest's pace: the
 # window stays shut) and back to back on one connection for SECS (it opens)
-cpu_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 sparse_cpu() { # port pid -> us of CPU per answer, 1000 requests 1 ms apart
 	local before after
-	before=$(cpu_ns "$2")
+	before=$(task_ns "$2")
 	"$PY" - "$1" <<'PYEOF'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -295,14 +294,14 @@ for _ in range(1000):
         body += s.recv(65536)
     time.sleep(0.001)
 PYEOF
-	after=$(cpu_ns "$2")
+	after=$(task_ns "$2")
 	awk -v a="$before" -v b="$after" 'BEGIN { printf "%.1f", (b - a) / 1000 / 1000 }'
 }
 busy_cpu() { # port pid -> us of CPU per answer, wrk 1 connection for SECS
 	local before after n
-	before=$(cpu_ns "$2")
+	before=$(task_ns "$2")
 	n=$(taskset -c "$CLI_CPU" wrk -t1 -c1 -d"${SECS}s" "http://127.0.0.1:$1/v1/meta-data" | awk '/requests in/ {print $1}')
-	after=$(cpu_ns "$2")
+	after=$(task_ns "$2")
 	awk -v a="$before" -v b="$after" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / 1000 / n }'
 }
 printf '\n%-44s %12s %12s\n' "CPU per answer (us), /v1/meta-data" "poll on" "poll off"
