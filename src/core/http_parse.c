@@ -294,8 +294,8 @@ void http_parser_set_fast(struct http_parser *p, int on)
  * and all.  "Connection: keep-alive" is read fast: every request of
  * python-requests carries it (cloud-init's, cloudbase-init's).  Its effect
  * is llhttp's (llhttp_should_keep_alive): HTTP/1.1 stays open unless a
- * Connection says "close", HTTP/1.0 closes unless one says "keep-alive".  So the fast path decides
- * nothing llhttp would decide differently: fuzz_http_parse runs both on
+ * Connection says "close", HTTP/1.0 closes unless one says "keep-alive".
+ * So the fast path decides nothing llhttp would decide differently: fuzz_http_parse runs both on
  * every input and aborts on any difference, and test_http_parse runs its
  * table both ways. */
 
@@ -425,7 +425,9 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 			return 0;
 		if (r->hname[nh].n == 10 && header_name_is(d + ns, "connection", 10)) {
 			/* one plain word, nothing after it: a list, another word or
-			 * trailing blanks go to llhttp */
+			 * trailing blanks go to llhttp.  header_name_is's case fold
+			 * (| 0x20) is exact here too: of a value's bytes only CR
+			 * would fold onto '-', and CR ends the value. */
 			if (ve != i)
 				return 0;
 			if (ve - vs == 5 && header_name_is(d + vs, "close", 5))
