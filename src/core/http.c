@@ -257,6 +257,9 @@ static void conn_free(struct http_server *s, struct conn *c)
 	if (c->tr && s->tr)
 		s->tr->close(c->tr); /* may still write a TLS close_notify */
 	close(c->fd);
+	/* The client has all it will get: its lines go out at the next idle
+	 * moment (serve.c), not at the log's delay. */
+	log_soon();
 	clist_remove(&s->lists[c->list], c);
 	free(c->in);
 	free(c->out);

@@ -18,6 +18,7 @@ static const char *log_prog = "imds";
 /* 16 KiB: about 150 lines; a full buffer is flushed before it overflows. */
 static char log_buf[16384];
 static size_t log_len;
+static int log_due_now; /* log_soon() since the last flush */
 static time_t log_sec;
 static char log_stamp[32];
 static size_t log_stamp_len;
@@ -90,6 +91,7 @@ void log_flush(void)
 {
 	write_all(log_buf, log_len);
 	log_len = 0;
+	log_due_now = 0;
 }
 
 int log_pending(void *unused)
@@ -98,9 +100,19 @@ int log_pending(void *unused)
 	return log_len > 0;
 }
 
-/* Appends a line to the buffer; the server's idle hook (serve.c), a full
- * buffer, the next error or exit writes it: under load one write(2) per
- * buffer of lines, not one per answer. */
+void log_soon(void)
+{
+	log_due_now = 1;
+}
+
+int log_soon_asked(void)
+{
+	return log_due_now;
+}
+
+/* Appends a line to the buffer; the server's loop (serve.c), a full
+ * buffer, the next error or exit writes it: one write(2) per buffer of
+ * lines, not one per answer. */
 static void buffer_line(const char *line, size_t n)
 {
 	if (log_len + n > sizeof(log_buf))

@@ -1,6 +1,8 @@
 /* log: stderr logging.  Lines are batched in a bounded buffer and written
- * once per loop iteration (from the before-sleep hook), one write(2) for
- * many requests; an error line flushes at once, and so does exit(). */
+ * by the server's loop (serve.c: at its next idle moment once a client hung
+ * up, else within SERVE_LOG_DELAY_MS, or when the buffer is full), one
+ * write(2) for many requests; an error line flushes at once, and so does
+ * exit(). */
 #ifndef IMDS_LOG_H
 #define IMDS_LOG_H
 
@@ -18,8 +20,13 @@ __attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
 		const char *path, size_t plen, int status, size_t bytes, uint64_t us);
 void log_flush(void);
-/* Lines buffered and not yet written (loop_set_when_idle's pending). */
+/* Lines buffered and not yet written. */
 int log_pending(void *unused);
+/* A client has all it will get (the HTTP server closed its connection):
+ * the lines buffered are due at the next idle moment, not at the delay.
+ * log_soon_asked(): whether that was said since the last flush. */
+void log_soon(void);
+int log_soon_asked(void);
 
 /* The last error lines (for the sidecar's status file, `imds-server
  * diag`): how many were logged, and up to cap of the last LOG_RECENT_MAX

@@ -56,10 +56,41 @@ static void flush_log(struct loop *l, void *data)
 	log_flush();
 }
 
+/* The loop's idle hook asks this every iteration: no syscall unless a
+ * batch starts (the timer armed once).  Without a timer: every idle
+ * moment, as before. */
+static int flush_due(void *data)
+{
+	struct serve_signals *ss = data;
+	if (!log_pending(NULL))
+		return 0;
+	if (log_soon_asked() || ss->log_tfd < 0)
+		return 1;
+	if (!ss->log_armed) {
+		if (loop_timer_arm(ss->log_tfd, loop_now_ms(ss->loop) + SERVE_LOG_DELAY_MS) < 0)
+			return 1;
+		ss->log_armed = 1;
+	}
+	return 0;
+}
+
+static void on_log_timer(struct loop *l, int fd, void *data, int mask)
+{
+	(void)l;
+	(void)mask;
+	struct serve_signals *ss = data;
+	uint64_t n;
+	(void)!read(fd, &n, sizeof(n));
+	ss->log_armed = 0;
+	log_flush();
+}
+
 int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http)
 {
 	ss->loop = l;
 	ss->http = http;
+	ss->log_tfd = -1;
+	ss->log_armed = 0;
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -72,9 +103,14 @@ int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_
 	int r = loop_add(l, ss->fd, LOOP_READABLE, on_signal, ss);
 	if (r < 0)
 		return r;
-	/* Access lines are written when no connection has more to do: under
-	 * load a write(2) per buffer of lines, not one per answer. */
-	loop_set_when_idle(l, log_pending, flush_log, NULL);
+	/* The log's lines: see serve.h.  Without a timer (no descriptor left)
+	 * they are written at every idle moment, which costs only time. */
+	int t = loop_timer_new();
+	if (t >= 0 && loop_add(l, t, LOOP_READABLE, on_log_timer, ss) == 0)
+		ss->log_tfd = t;
+	else if (t >= 0)
+		close(t);
+	loop_set_when_idle(l, flush_due, flush_log, ss);
 	return 0;
 }
 
@@ -85,6 +121,11 @@ void serve_signals_close(struct serve_signals *ss)
 		close(ss->fd);
 	}
 	ss->fd = -1;
+	if (ss->loop && ss->log_tfd >= 0) {
+		loop_del(ss->loop, ss->log_tfd, LOOP_READABLE);
+		close(ss->log_tfd);
+	}
+	ss->log_tfd = -1;
 }
 
 int serve_ops_method_ok(const struct http_request *req, struct http_response *res)

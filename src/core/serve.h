@@ -13,6 +13,8 @@ struct serve_signals {
 	struct loop *loop;
 	struct http_server *http;
 	int fd;
+	int log_tfd;   /* the log's flush timer (timerfd), -1 without */
+	int log_armed; /* set to fire, not yet fired */
 };
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit (a container's soft
@@ -33,9 +35,16 @@ struct sbuf;
 void serve_ops_metrics(struct http_response *res, const struct sbuf *b);
 
 /* Blocks SIGTERM and SIGINT, watches them through a signalfd in l, and
- * flushes the access log before each sleep.  0 or -errno. */
+ * writes the buffered log lines: at the loop's next idle moment once a
+ * connection closed (log_soon), else SERVE_LOG_DELAY_MS after the first
+ * line buffered (a timerfd, armed once per batch), or when the buffer is
+ * full.  Not at every idle moment: with one keep-alive client whose next
+ * request comes straight after its answer, that was a write(2) and a second
+ * epoll_wait per answer, 3.5 us of its 30 here.  0 or -errno. */
+#define SERVE_LOG_DELAY_MS 10u
 int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http);
-/* Closes the signalfd; safe on a never-installed (zeroed, fd -1) struct. */
+/* Closes the signalfd and the log's timer (the lines still buffered are
+ * written at exit); safe on a never-installed (zeroed, fd -1) struct. */
 void serve_signals_close(struct serve_signals *ss);
 
 #endif

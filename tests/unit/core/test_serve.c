@@ -2,7 +2,8 @@
  * /healthz and /metrics (a 500 when the text outgrew its buffer), the
  * access line, the open-files limit raised to the hard one, and SIGTERM
  * through the signalfd: the server drains (a request in flight is
- * answered in full) and then the loop stops. */
+ * answered in full) and then the loop stops; when the access lines are
+ * written. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -230,6 +231,83 @@ static void test_sigterm_drains_then_stops(void **state)
 	loop_free(l);
 }
 
+/* When the access lines go out (serve.h): not at every idle moment (a
+ * keep-alive client's lines wait for the timer, armed once per batch),
+ * within SERVE_LOG_DELAY_MS by the timer, and at the next idle moment once
+ * the client hung up.  stderr goes to a file, whose size says what was
+ * written. */
+static void test_log_flush_rule(void **state)
+{
+	(void)state;
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	fflush(stderr);
+	log_flush();
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fileno(tf), STDERR_FILENO), STDERR_FILENO);
+	struct loop *l = loop_new(1024);
+	struct http_limits lim = HTTP_LIMITS_DEFAULT;
+	struct http_server *srv = http_server_new(l, &lim, handler, serve_access_log, NULL);
+	assert_non_null(srv);
+	struct serve_signals ss = {.fd = -1};
+	assert_int_equal(serve_signals_install(&ss, l, srv), 0);
+	assert_true(ss.log_tfd >= 0);
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(http_server_adopt(srv, sv[1], NULL), 0);
+	const char *rq = "GET /kept HTTP/1.1\r\nHost: a\r\n\r\n";
+	char out[512];
+	/* a keep-alive answer: the line waits, the timer is set */
+	assert_int_equal(write(sv[0], rq, strlen(rq)), (ssize_t)strlen(rq));
+	for (int i = 0; i < 4; i++)
+		(void)loop_once(l, 0);
+	assert_true(read(sv[0], out, sizeof(out)) > 0);
+	for (int i = 0; i < 4; i++)
+		(void)loop_once(l, 0);
+	assert_int_equal(log_pending(NULL), 1);
+	assert_int_equal(ss.log_armed, 1);
+	assert_int_equal(lseek(fileno(tf), 0, SEEK_END), 0);
+	/* the timer writes it (within 10 ms; 2 s allowed) */
+	for (int i = 0; i < 200 && log_pending(NULL); i++)
+		(void)loop_once(l, 10);
+	assert_int_equal(log_pending(NULL), 0);
+	assert_int_equal(ss.log_armed, 0);
+	off_t after_timer = lseek(fileno(tf), 0, SEEK_END);
+	assert_true(after_timer > 0);
+	/* the next answer, then the client hangs up: written at once, before
+	 * the timer (armed again) could fire */
+	assert_int_equal(write(sv[0], rq, strlen(rq)), (ssize_t)strlen(rq));
+	for (int i = 0; i < 4; i++)
+		(void)loop_once(l, 0);
+	assert_int_equal(log_pending(NULL), 1);
+	close(sv[0]);
+	uint64_t t0 = loop_clock_us();
+	for (int i = 0; i < 4; i++)
+		(void)loop_once(l, 0);
+	assert_true(loop_clock_us() - t0 < SERVE_LOG_DELAY_MS * 1000u);
+	assert_int_equal(log_pending(NULL), 0);
+	assert_int_equal(http_server_conn_count(srv), 0);
+	off_t after_close = lseek(fileno(tf), 0, SEEK_END);
+	assert_true(after_close > after_timer);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	char text[1024];
+	ssize_t n = pread(fileno(tf), text, sizeof(text) - 1, 0);
+	assert_true(n > 0);
+	text[n] = '\0';
+	fclose(tf);
+	char *second = strchr(text, '\n');
+	assert_non_null(second);
+	assert_non_null(strstr(text, " GET /kept 200 4 "));
+	assert_non_null(strstr(second + 1, " GET /kept 200 4 "));
+	serve_signals_close(&ss);
+	assert_int_equal(ss.log_tfd, -1);
+	serve_signals_close(&ss); /* twice: safe */
+	http_server_free(srv);
+	loop_free(l);
+}
+
 /* SIGINT with nothing open: the loop stops at once. */
 static void test_sigint_idle_stops(void **state)
 {
@@ -259,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_access_log),
 		cmocka_unit_test(test_sigterm_drains_then_stops),
 		cmocka_unit_test(test_sigint_idle_stops),
+		cmocka_unit_test(test_log_flush_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
