@@ -4,7 +4,8 @@
  * handler and one void * for its owner.  Timers, signals and inotify are
  * ordinary fds in the same loop (timerfd, signalfd), so there are no hidden
  * threads and no second source of wake-ups.  A before-sleep hook runs once
- * per iteration, before epoll_wait; the access log flushes there. */
+ * per iteration, before epoll_wait; idle work (the log's flush, serve.c)
+ * runs when nothing is ready and its owner says it is due. */
 #ifndef IMDS_LOOP_H
 #define IMDS_LOOP_H
 
@@ -39,7 +40,9 @@ void loop_set_before_sleep(struct loop *l, loop_hook_proc *proc, void *data);
  * without sleeping and calls proc only when there are none, right before it
  * sleeps.  Under load the work then waits for the next idle moment (or its
  * own bound: the log writes a full buffer at once); when idle it costs one
- * zero-timeout wait more. */
+ * zero-timeout wait more.  pending() runs every iteration: cheap, and it
+ * may say "not yet" (serve.c's log: only once a client hung up, or from its
+ * own timer). */
 void loop_set_when_idle(struct loop *l, int (*pending)(void *data), loop_hook_proc *proc,
 			void *data);
 
