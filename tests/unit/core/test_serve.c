@@ -137,16 +137,34 @@ static void test_raise_nofile(void **state)
 }
 
 /* The access line as written to stderr (captured in a file). */
+/* stderr into a temporary file (what the log writes), and back: the
+ * file's whole text into out (NUL-terminated), the file closed. */
+static int stderr_to(FILE *tf)
+{
+	fflush(stderr);
+	log_flush();
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fileno(tf), STDERR_FILENO), STDERR_FILENO);
+	return saved;
+}
+
+static void stderr_back(int saved, FILE *tf, char *out, size_t cap)
+{
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	ssize_t n = pread(fileno(tf), out, cap - 1, 0);
+	assert_true(n > 0);
+	out[n] = '\0';
+	fclose(tf);
+}
+
 static void test_access_log(void **state)
 {
 	(void)state;
 	FILE *tf = tmpfile();
 	assert_non_null(tf);
-	int fd = fileno(tf);
-	fflush(stderr);
-	int saved = dup(STDERR_FILENO);
-	assert_true(saved >= 0);
-	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	int saved = stderr_to(tf);
 	struct sockaddr_storage peer;
 	memset(&peer, 0, sizeof(peer));
 	struct sockaddr_in *in = (struct sockaddr_in *)&peer;
@@ -161,13 +179,8 @@ static void test_access_log(void **state)
 	rq.peer = NULL;
 	serve_access_log(&rq, 200, 7, NULL);
 	log_flush();
-	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
-	close(saved);
 	char out[1024];
-	ssize_t n = pread(fd, out, sizeof(out) - 1, 0);
-	assert_true(n > 0);
-	out[n] = '\0';
-	fclose(tf);
+	stderr_back(saved, tf, out, sizeof(out));
 	char *second = strchr(out, '\n');
 	assert_non_null(second);
 	*second++ = '\0';
@@ -241,11 +254,7 @@ static void test_log_flush_rule(void **state)
 	(void)state;
 	FILE *tf = tmpfile();
 	assert_non_null(tf);
-	fflush(stderr);
-	log_flush();
-	int saved = dup(STDERR_FILENO);
-	assert_true(saved >= 0);
-	assert_int_equal(dup2(fileno(tf), STDERR_FILENO), STDERR_FILENO);
+	int saved = stderr_to(tf);
 	struct loop *l = loop_new(1024);
 	struct http_limits lim = HTTP_LIMITS_DEFAULT;
 	struct http_server *srv = http_server_new(l, &lim, handler, serve_access_log, NULL);
@@ -290,13 +299,8 @@ static void test_log_flush_rule(void **state)
 	assert_int_equal(http_server_conn_count(srv), 0);
 	off_t after_close = lseek(fileno(tf), 0, SEEK_END);
 	assert_true(after_close > after_timer);
-	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
-	close(saved);
 	char text[1024];
-	ssize_t n = pread(fileno(tf), text, sizeof(text) - 1, 0);
-	assert_true(n > 0);
-	text[n] = '\0';
-	fclose(tf);
+	stderr_back(saved, tf, text, sizeof(text));
 	char *second = strchr(text, '\n');
 	assert_non_null(second);
 	assert_non_null(strstr(text, " GET /kept 200 4 "));
