@@ -136,6 +136,8 @@ static void vlog(const char *level, int now, const char *fmt, va_list ap)
 	buffer_line(line, b.len);
 	if (now)
 		log_flush();
+	else
+		log_due_now = 1; /* an info line: at the next idle moment, not the access lines' delay */
 }
 
 void log_info(const char *fmt, ...)

@@ -24,7 +24,9 @@ void log_flush(void);
 int log_pending(void *unused);
 /* A client has all it will get (the HTTP server closed its connection):
  * the lines buffered are due at the next idle moment, not at the delay.
- * log_soon_asked(): whether that was said since the last flush. */
+ * An info line makes them due so too (only access lines wait; an error
+ * line is written at once).  log_soon_asked(): whether either happened
+ * since the last flush. */
 void log_soon(void);
 int log_soon_asked(void);
 

@@ -36,7 +36,8 @@ void serve_ops_metrics(struct http_response *res, const struct sbuf *b);
 
 /* Blocks SIGTERM and SIGINT, watches them through a signalfd in l, and
  * writes the buffered log lines: at the loop's next idle moment once a
- * connection closed (log_soon), else SERVE_LOG_DELAY_MS after the first
+ * connection closed (log_soon) or an info line came, else (access lines
+ * only) SERVE_LOG_DELAY_MS after the first
  * line buffered (a timerfd, armed once per batch), or when the buffer is
  * full.  Not at every idle moment: with one keep-alive client whose next
  * request comes straight after its answer, that was a write(2) and a second

@@ -247,7 +247,7 @@ static void test_sigterm_drains_then_stops(void **state)
 /* When the access lines go out (serve.h): not at every idle moment (a
  * keep-alive client's lines wait for the timer, armed once per batch),
  * within SERVE_LOG_DELAY_MS by the timer, and at the next idle moment once
- * the client hung up.  stderr goes to a file, whose size says what was
+ * the client hung up or an info line came.  stderr goes to a file, whose size says what was
  * written. */
 static void test_log_flush_rule(void **state)
 {
@@ -299,12 +299,19 @@ static void test_log_flush_rule(void **state)
 	assert_int_equal(http_server_conn_count(srv), 0);
 	off_t after_close = lseek(fileno(tf), 0, SEEK_END);
 	assert_true(after_close > after_timer);
+	/* an info line: at the next idle moment too */
+	log_info("flush-rule info line");
+	assert_int_equal(log_pending(NULL), 1);
+	(void)loop_once(l, 0);
+	assert_int_equal(log_pending(NULL), 0);
+	assert_true(lseek(fileno(tf), 0, SEEK_END) > after_close);
 	char text[1024];
 	stderr_back(saved, tf, text, sizeof(text));
 	char *second = strchr(text, '\n');
 	assert_non_null(second);
 	assert_non_null(strstr(text, " GET /kept 200 4 "));
 	assert_non_null(strstr(second + 1, " GET /kept 200 4 "));
+	assert_non_null(strstr(second + 1, " info: flush-rule info line\n"));
 	serve_signals_close(&ss);
 	assert_int_equal(ss.log_tfd, -1);
 	serve_signals_close(&ss); /* twice: safe */
