@@ -36,15 +36,15 @@ void serve_ops_metrics(struct http_response *res, const struct sbuf *b);
 
 /* Blocks SIGTERM and SIGINT, watches them through a signalfd in l, and
  * writes the buffered log lines: at the loop's next idle moment once a
- * connection closed (log_soon) or an info line came, else (access lines
- * only) SERVE_LOG_DELAY_MS after the first
- * line buffered (a timerfd, armed once per batch), or when the buffer is
- * full.  Not at every idle moment: with one keep-alive client whose next
- * request comes straight after its answer, that was a write(2) and a second
- * epoll_wait per answer, 3.5 us of its 30 here.  The price: a SIGKILL (an
- * OOM kill) loses at most the access lines of the last SERVE_LOG_DELAY_MS;
- * error lines are written at once, and SIGTERM drains and exits, writing
- * all.  0 or -errno. */
+ * connection closed (log_soon) or an info line came; else (access lines
+ * only) SERVE_LOG_DELAY_MS after the batch's first line (a timerfd, armed
+ * once per batch); and whenever the buffer is full.  Not at every idle
+ * moment: with one keep-alive client whose next request comes straight
+ * after its answer, that was a write(2) and a second epoll_wait per answer,
+ * 3.5 us of its 22-30 here.  The price: a SIGKILL (an OOM kill) loses at
+ * most the access lines of the last SERVE_LOG_DELAY_MS; error lines are
+ * written at once, and SIGTERM drains and exits, writing all.  0 or
+ * -errno. */
 #define SERVE_LOG_DELAY_MS 10u
 int serve_signals_install(struct serve_signals *ss, struct loop *l, struct http_server *http);
 /* Closes the signalfd and the log's timer (the lines still buffered are
