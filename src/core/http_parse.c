@@ -295,9 +295,9 @@ void http_parser_set_fast(struct http_parser *p, int on)
  * python-requests carries it (cloud-init's, cloudbase-init's).  Its effect
  * is llhttp's (llhttp_should_keep_alive): HTTP/1.1 stays open unless a
  * Connection says "close", HTTP/1.0 closes unless one says "keep-alive".
- * So the fast path decides nothing llhttp would decide differently: fuzz_http_parse runs both on
- * every input and aborts on any difference, and test_http_parse runs its
- * table both ways. */
+ * So the fast path decides nothing llhttp would decide differently:
+ * fuzz_http_parse runs both on every input and aborts on any difference,
+ * and test_http_parse runs its table both ways. */
 
 /* Byte classes, one load per byte; test_http_parse holds each against its
  * definition for all 256 bytes (http_parse_byte_class).

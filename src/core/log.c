@@ -137,7 +137,7 @@ static void vlog(const char *level, int now, const char *fmt, va_list ap)
 	if (now)
 		log_flush();
 	else
-		log_due_now = 1; /* an info line: at the next idle moment, not the access lines' delay */
+		log_due_now = 1; /* info: the next idle moment, not the access delay */
 }
 
 void log_info(const char *fmt, ...)
