@@ -29,36 +29,89 @@ void sbuf_putc(struct sbuf *b, char c)
 	b->p[b->len] = '\0';
 }
 
-void sbuf_put_u(struct sbuf *b, unsigned long long v)
+void sbuf_copy_long(void *dst, const void *src, size_t n)
 {
-	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
-				    "25262728293031323334353637383940414243444546474849"
-				    "50515253545556575859606162636465666768697071727374"
-				    "75767778798081828384858687888990919293949596979899";
-	/* The digits are written in place, two at a time and last first, once
-	 * their count is known: no copy through a scratch buffer (each answer
-	 * and log line has several numbers). */
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	if (n > 256 || n < 16) {
+		memcpy(d, s, n);
+		return;
+	}
+	uint64_t a[2];
+	for (size_t i = 0; i + 16 <= n; i += 16) {
+		memcpy(a, s + i, 16);
+		memcpy(d + i, a, 16);
+	}
+	memcpy(a, s + n - 16, 16); /* the last 16, which may overlap */
+	memcpy(d + n - 16, a, 16);
+}
+
+static const char dec_pairs[] = "00010203040506070809101112131415161718192021222324"
+				"25262728293031323334353637383940414243444546474849"
+				"50515253545556575859606162636465666768697071727374"
+				"75767778798081828384858687888990919293949596979899";
+
+static unsigned dec_digits(unsigned long long v)
+{
 	unsigned n = 1;
 	for (unsigned long long p = 10; n < 20 && v >= p; p *= 10)
 		n++;
-	if (!sbuf_room(b, n))
-		return;
-	char *d = b->p + b->len + n;
+	return n;
+}
+
+/* v's n digits, ending at e: two at a time and last first, once their
+ * count is known (no copy through a scratch buffer). */
+static void dec_back(char *e, unsigned long long v)
+{
 	while (v >= 100) {
 		size_t r = (size_t)(v % 100);
 		v /= 100;
-		d -= 2;
-		d[0] = pairs[2 * r];
-		d[1] = pairs[2 * r + 1];
+		e -= 2;
+		e[0] = dec_pairs[2 * r];
+		e[1] = dec_pairs[2 * r + 1];
 	}
 	if (v >= 10) {
-		d -= 2;
-		d[0] = pairs[2 * v];
-		d[1] = pairs[2 * v + 1];
+		e[-2] = dec_pairs[2 * v];
+		e[-1] = dec_pairs[2 * v + 1];
 	} else {
-		*--d = (char)('0' + v);
+		e[-1] = (char)('0' + v);
 	}
+}
+
+char *sbuf_at_dec(char *d, unsigned long long v)
+{
+	/* an answer's status, its length and its time: mostly 1 to 4 digits */
+	if (v < 100) {
+		if (v < 10) {
+			*d = (char)('0' + v);
+			return d + 1;
+		}
+		memcpy(d, dec_pairs + 2 * v, 2);
+		return d + 2;
+	}
+	if (v < 10000) {
+		unsigned hi = (unsigned)v / 100, lo = (unsigned)v % 100;
+		if (hi < 10) {
+			*d++ = (char)('0' + hi);
+		} else {
+			memcpy(d, dec_pairs + 2 * hi, 2);
+			d += 2;
+		}
+		memcpy(d, dec_pairs + 2 * lo, 2);
+		return d + 2;
+	}
+	d += dec_digits(v);
+	dec_back(d, v);
+	return d;
+}
+
+void sbuf_put_u(struct sbuf *b, unsigned long long v)
+{
+	unsigned n = dec_digits(v);
+	if (!sbuf_room(b, n))
+		return;
 	b->len += n;
+	dec_back(b->p + b->len, v);
 	b->p[b->len] = '\0';
 }
 

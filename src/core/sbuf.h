@@ -18,6 +18,11 @@ struct sbuf {
 
 #define SBUF_INIT(buf, size) {.p = (buf), .len = 0, .cap = (size), .overflow = 0}
 
+/* sbuf_copy's pieces of more than 32 bytes: up to 256 in 16-byte moves,
+ * longer ones by memcpy (musl's, whose `rep movsq` start costs more than
+ * a short copy). */
+void sbuf_copy_long(void *dst, const void *src, size_t n);
+
 /* Copies n bytes as memcpy does.  Pieces of up to 32 bytes are moved
  * inline: the static image's libc (musl) starts every memcpy with
  * `rep movsq`, which costs more than the copy itself for the few-byte
@@ -29,7 +34,7 @@ static inline __attribute__((always_inline)) void sbuf_copy(void *dst, const voi
 	unsigned char *d = dst;
 	const unsigned char *s = src;
 	if (n > 32) {
-		__builtin_memcpy(d, s, n); /* a call: musl's memcpy */
+		sbuf_copy_long(d, s, n);
 	} else if (n >= 16) { /* two 16-byte moves that may overlap */
 		uint64_t a[2], z[2];
 		__builtin_memcpy(a, s, 16);
@@ -55,6 +60,19 @@ static inline __attribute__((always_inline)) void sbuf_copy(void *dst, const voi
 		d[n - 1] = z;
 	}
 }
+
+/* Writers at a bare pointer, for a piece made once per answer whose
+ * buffer's room the caller has checked once for the whole (an answer's
+ * head, an access line): no bounds check and no NUL of their own; each
+ * returns the byte after what it wrote. */
+static inline __attribute__((always_inline)) char *sbuf_at_put(char *d, const void *s, size_t n)
+{
+	sbuf_copy(d, s, n);
+	return d + n;
+}
+#define sbuf_at_lit(d, lit) sbuf_at_put((d), "" lit, sizeof(lit) - 1)
+/* v in decimal: at most 20 bytes. */
+char *sbuf_at_dec(char *d, unsigned long long v);
 
 /* What does not fit: sets overflow (out of line, the rare path). */
 void sbuf_put_overflow(struct sbuf *b);

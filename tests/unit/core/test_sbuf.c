@@ -272,15 +272,16 @@ static void test_json_all_bytes_every_cap(void **state)
 }
 
 /* Both base64 alphabets of RFC 4648, every byte. */
-/* sbuf_copy moves pieces of up to 32 bytes inline: as memcpy for every
- * length 0..80 at every alignment, and nothing written past the piece. */
+/* sbuf_copy moves pieces of up to 32 bytes inline and up to 256 in
+ * 16-byte moves: as memcpy for every length 0..300 at every alignment, and
+ * nothing written past the piece. */
 static void test_copy_every_length(void **state)
 {
 	(void)state;
-	unsigned char src[128], dst[128], want[128];
+	unsigned char src[320], dst[320], want[320];
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (unsigned char)(i * 7 + 1);
-	for (size_t n = 0; n <= 80; n++) {
+	for (size_t n = 0; n <= 300; n++) {
 		for (size_t off = 0; off < 8; off++) {
 			memset(dst, CANARY, sizeof(dst));
 			memset(want, CANARY, sizeof(want));
@@ -290,6 +291,18 @@ static void test_copy_every_length(void **state)
 				fail_msg("sbuf_copy of %zu bytes at offset %zu differs from memcpy", n, off);
 		}
 	}
+}
+
+/* sbuf_at_dec(v) writes want's bytes, no more, and returns their end. */
+static void at_dec_is(unsigned long long v, const char *want)
+{
+	char d[32];
+	memset(d, CANARY, sizeof(d));
+	char *e = sbuf_at_dec(d, v);
+	size_t n = strlen(want);
+	if ((size_t)(e - d) != n || memcmp(d, want, n) != 0)
+		fail_msg("at_dec(%s) wrote \"%.*s\"", want, (int)(e - d), d);
+	check_canary("at_dec", d, n, sizeof(d));
 }
 
 static void test_put_numbers(void **state)
@@ -317,15 +330,17 @@ static void test_put_numbers(void **state)
 			sbuf_put_u(&b, vs[i]);
 			if (strcmp(buf, want) != 0 || b.len != strlen(want))
 				fail_msg("put_u(%s) wrote \"%s\"", want, buf);
+			at_dec_is(vs[i], want);
 		}
 	}
-	for (unsigned long long v = 0; v <= 10000; v++) {
+	for (unsigned long long v = 0; v <= 100000; v++) {
 		char want[32];
 		snprintf(want, sizeof(want), "%llu", v);
 		b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
 		sbuf_put_u(&b, v);
 		if (strcmp(buf, want) != 0)
 			fail_msg("put_u(%s) wrote \"%s\"", want, buf);
+		at_dec_is(v, want);
 	}
 
 	b = (struct sbuf)SBUF_INIT(buf, sizeof(buf));
