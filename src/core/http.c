@@ -37,7 +37,7 @@ struct conn {
 	uint64_t deadline;
 	int started;            /* bytes of the current request seen */
 	uint64_t req_us;        /* when the current request's bytes began */
-	uint64_t read_us;       /* when the last read began: the bytes held came by then */
+	uint64_t read_us;       /* the loop's wake before the last read: the bytes held came by then */
 	int close_after;        /* close once output drains */
 	int linger;             /* ... and drain input first (after an error answer) */
 	int lingering;          /* answered; reading and dropping input until EOF */
@@ -163,17 +163,16 @@ const char *http_reason(int status)
 int http_res_header_n(struct http_response *res, const char *name, size_t nn, const char *value,
 		      size_t vn)
 {
-	struct sbuf b = SBUF_INIT(res->extra, sizeof(res->extra));
-	b.len = res->extra_len;
-	sbuf_put(&b, name, nn);
-	sbuf_lit(&b, ": ");
-	sbuf_put(&b, value, vn);
-	sbuf_lit(&b, "\r\n");
-	if (b.overflow) {
-		res->extra[res->extra_len] = '\0';
+	size_t len = res->extra_len, cap = sizeof(res->extra);
+	/* "name: value\r\n" and its NUL; nothing written when it does not fit */
+	if (nn > cap || vn > cap || nn + vn + 5 > cap - len)
 		return -ENOSPC;
-	}
-	res->extra_len = b.len;
+	char *d = sbuf_at_put(res->extra + len, name, nn);
+	d = sbuf_at_lit(d, ": ");
+	d = sbuf_at_put(d, value, vn);
+	d = sbuf_at_lit(d, "\r\n");
+	*d = '\0';
+	res->extra_len = (size_t)(d - res->extra);
 	return 0;
 }
 
@@ -422,45 +421,53 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	size_t blen = res->blob ? res->blob->len : res->body_len;
 	int http10 = req && req->version_major == 1 && req->version_minor == 0;
 
-	struct sbuf h = SBUF_INIT(s->head, sizeof(s->head));
 	/* Put together piece by piece, not with printf: this runs for every
-	 * answer, and musl's printf is most of a small answer's user time. */
-	if (res->status == 200) {
-		sbuf_lit(&h, "HTTP/1.1 200 OK\r\nDate: "); /* most answers: one move */
-	} else {
-		sbuf_lit(&h, "HTTP/1.1 ");
-		sbuf_put_u(&h, (unsigned)res->status);
-		sbuf_putc(&h, ' ');
-		sbuf_puts(&h, http_reason(res->status));
-		sbuf_lit(&h, "\r\nDate: ");
-	}
+	 * answer, and musl's printf is most of a small answer's user time.
+	 * The room for its longest form is checked once, here. */
 	size_t dlen;
 	const char *date = date_now(s, &dlen);
-	sbuf_put(&h, date, dlen);
-	sbuf_lit(&h, "\r\n");
-	if (res->content_type) {
-		sbuf_lit(&h, "Content-Type: ");
-		sbuf_puts(&h, res->content_type);
-		sbuf_lit(&h, "\r\n");
-	}
-	/* 304 (and 204) carry no body, so no length (RFC 9110 §8.6). */
-	int no_body = res->status == 304 || res->status == 204;
-	if (!no_body) {
-		sbuf_lit(&h, "Content-Length: ");
-		sbuf_put_u(&h, blen);
-		sbuf_lit(&h, "\r\n");
-	}
-	if (!keep_alive)
-		sbuf_lit(&h, "Connection: close\r\n");
-	else if (http10)
-		sbuf_lit(&h, "Connection: keep-alive\r\n");
-	sbuf_put(&h, res->extra, res->extra_len);
-	sbuf_lit(&h, "\r\n");
-	if (h.overflow) {
+	const char *reason = res->status == 200 ? "OK" : http_reason(res->status);
+	size_t rlen = res->status == 200 ? 2 : strlen(reason);
+	size_t tlen = res->content_type ? strlen(res->content_type) : 0;
+	size_t most = sizeof("HTTP/1.1 \r\nDate: \r\n") + 20 + 1 + rlen + dlen +
+		      sizeof("Content-Type: \r\n") + tlen + sizeof("Content-Length: \r\n") + 20 +
+		      sizeof("Connection: keep-alive\r\n") + res->extra_len + 2;
+	if (most > sizeof(s->head)) {
 		/* Our own headers never reach 1 KiB; refuse rather than truncate. */
 		blob_unref(res->blob);
 		return -1;
 	}
+	char *d = s->head;
+	if (res->status == 200) {
+		d = sbuf_at_lit(d, "HTTP/1.1 200 OK\r\nDate: "); /* most answers: one move */
+	} else {
+		d = sbuf_at_lit(d, "HTTP/1.1 ");
+		d = sbuf_at_dec(d, (unsigned)res->status);
+		*d++ = ' ';
+		d = sbuf_at_put(d, reason, rlen);
+		d = sbuf_at_lit(d, "\r\nDate: ");
+	}
+	d = sbuf_at_put(d, date, dlen);
+	d = sbuf_at_lit(d, "\r\n");
+	if (res->content_type) {
+		d = sbuf_at_lit(d, "Content-Type: ");
+		d = sbuf_at_put(d, res->content_type, tlen);
+		d = sbuf_at_lit(d, "\r\n");
+	}
+	/* 304 (and 204) carry no body, so no length (RFC 9110 §8.6). */
+	int no_body = res->status == 304 || res->status == 204;
+	if (!no_body) {
+		d = sbuf_at_lit(d, "Content-Length: ");
+		d = sbuf_at_dec(d, blen);
+		d = sbuf_at_lit(d, "\r\n");
+	}
+	if (!keep_alive)
+		d = sbuf_at_lit(d, "Connection: close\r\n");
+	else if (http10)
+		d = sbuf_at_lit(d, "Connection: keep-alive\r\n");
+	d = sbuf_at_put(d, res->extra, res->extra_len);
+	d = sbuf_at_lit(d, "\r\n");
+	size_t hlen = (size_t)(d - s->head);
 	size_t logged = head_only || no_body ? 0 : blen;
 	struct blob *blob = res->blob;
 	res->blob = NULL;
@@ -471,16 +478,16 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 		blob_unref(blob);
 		blob = NULL;
 	}
-	if (blen && blen <= sizeof(s->head) - h.len) {
+	if (blen && blen <= sizeof(s->head) - hlen) {
 		/* A small body goes out in one piece with its head, as one
 		 * buffer: the kernel then copies one segment, not two. */
-		memcpy(s->head + h.len, body, blen);
-		h.len += blen;
+		sbuf_copy(s->head + hlen, body, blen);
+		hlen += blen;
 		blen = 0;
 		blob_unref(blob);
 		blob = NULL;
 	}
-	int sent = send_response(c, h.p, h.len, body, blen, blob);
+	int sent = send_response(c, s->head, hlen, body, blen, blob);
 	/* The log line once the answer is out: its making is not between the
 	 * guest and its answer (and its time then includes the send). */
 	if (s->logger)
@@ -740,7 +747,9 @@ static int conn_read(struct http_server *s, struct conn *c)
 		cap = c->in_cap;
 	}
 	size_t have = buf == c->in ? c->in_len : 0;
-	c->read_us = loop_clock_us();
+	/* the loop's wake: the bytes read now were there by then, and the
+	 * time this connection waited behind others of the batch counts */
+	c->read_us = loop_now_us(s->loop);
 	if (have == 0)
 		c->req_us = c->read_us; /* these bytes begin a request */
 	if (cap == have) {

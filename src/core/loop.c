@@ -22,7 +22,8 @@ struct loop {
 	int epfd;
 	int setsize;
 	int stop;
-	uint64_t now_ms;
+	uint64_t now_us; /* the clock when the last wait returned */
+	uint64_t now_ms; /* the same in ms */
 	struct loop_file *files;
 	loop_hook_proc *before_sleep;
 	void *before_sleep_data;
@@ -69,7 +70,8 @@ struct loop *loop_new(int setsize)
 		errno = e;
 		return NULL;
 	}
-	l->now_ms = loop_clock_ms();
+	l->now_us = loop_clock_us();
+	l->now_ms = l->now_us / 1000u;
 	return l;
 }
 
@@ -158,13 +160,19 @@ uint64_t loop_now_ms(const struct loop *l)
 	return l->now_ms;
 }
 
+uint64_t loop_now_us(const struct loop *l)
+{
+	return l->now_us;
+}
+
 /* One wait and dispatch.  Returns the number of fds handled, or -errno. */
 static int loop_poll(struct loop *l, int timeout_ms)
 {
 	int n = epoll_wait(l->epfd, l->ready, LOOP_BATCH, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	l->now_ms = loop_clock_ms();
+	l->now_us = loop_clock_us();
+	l->now_ms = l->now_us / 1000u;
 	for (int i = 0; i < n; i++) {
 		int fd = l->ready[i].data.fd;
 		uint32_t ev = l->ready[i].events;

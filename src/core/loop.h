@@ -66,10 +66,12 @@ void loop_stop(struct loop *l);
  * fuzzers that drive the loop step by step. */
 int loop_once(struct loop *l, int timeout_ms);
 
-/* Monotonic time in milliseconds / microseconds.  loop_now_ms() is cached
- * once per iteration (what timeouts compare against); the _us variant
- * reads the clock. */
+/* Monotonic time in milliseconds / microseconds.  loop_now_ms() and
+ * loop_now_us() are the clock when the last wait returned, read once per
+ * iteration (what timeouts compare against, and when the bytes of the
+ * fds it found ready had come); loop_clock_* read the clock. */
 uint64_t loop_now_ms(const struct loop *l);
+uint64_t loop_now_us(const struct loop *l);
 uint64_t loop_clock_us(void);
 uint64_t loop_clock_ms(void);
 /* The wall clock's second, from the coarse clock: a second's resolution is
