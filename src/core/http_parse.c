@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbuf.h"
+
 struct http_parser {
 	struct http_parse_limits lim;
 	llhttp_settings_t settings;
@@ -50,18 +52,22 @@ static int name_eq(const char *a, const char *b, size_t n)
 static int header_name_is(const char *a, const char *lit, size_t n)
 {
 	const uint64_t fold = 0x2020202020202020ull;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t x, y;
+	uint64_t x = 0, y = 0;
+	if (n < 8) { /* one zero-padded word each */
+		sbuf_copy(&x, a, n);
+		sbuf_copy(&y, lit, n);
+		return (x | fold) == (y | fold);
+	}
+	for (size_t i = 0; i + 8 <= n; i += 8) {
 		memcpy(&x, a + i, sizeof(x));
 		memcpy(&y, lit + i, sizeof(y));
 		if ((x | fold) != (y | fold))
 			return 0;
 	}
-	for (; i < n; i++)
-		if (((unsigned char)a[i] | 0x20) != ((unsigned char)lit[i] | 0x20))
-			return 0;
-	return 1;
+	/* the last 1..7: the word that ends at n */
+	memcpy(&x, a + n - 8, sizeof(x));
+	memcpy(&y, lit + n - 8, sizeof(y));
+	return (x | fold) == (y | fold);
 }
 
 const struct http_span *http_req_header_n(const struct http_request *req, const char *name,
@@ -301,8 +307,8 @@ void http_parser_set_fast(struct http_parser *p, int on)
 
 /* Byte classes, one load per byte; test_http_parse holds each against its
  * definition for all 256 bytes (http_parse_byte_class).
- * CLS_TARGET: RFC 3986 pchar, '/' and '?' (origin-form only): ALPHA DIGIT
- *   and "-._~!$&'()*+,;=:@/?%".
+ * CLS_TARGET: RFC 3986 pchar and '/' (origin-form only; '?', the query's
+ *   start, is seen apart): ALPHA DIGIT and "-._~!$&'()*+,;=:@/%".
  * CLS_TOKEN: RFC 9110 §5.6.2 tchar (a header name): ALPHA DIGIT and
  *   "!#$%&'*+-.^_`|~".
  * CLS_VALUE: a header value's bytes we read fast: visible ASCII, SP, HTAB
@@ -312,7 +318,7 @@ static const uint8_t byte_class[256] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0,
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 	4, 7, 4, 6, 7, 7, 7, 7, 5, 5, 7, 7, 5, 7, 7, 5,
-	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 4, 5, 4, 5,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 4, 5, 4, 4,
 	5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
 	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 6, 7,
 	6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
@@ -362,9 +368,29 @@ static inline int same8(const char *p, const char *lit)
 	return a == b;
 }
 
+/* The first index from i on whose byte is not of class cls (end if all
+ * are): four bytes a round while four remain, one bound check for them. */
+static inline size_t scan_class(const char *d, size_t i, size_t end, unsigned cls)
+{
+	const unsigned char *u = (const unsigned char *)d;
+	for (; end - i >= 4; i += 4) {
+		if (!(byte_class[u[i]] & cls))
+			return i;
+		if (!(byte_class[u[i + 1]] & cls))
+			return i + 1;
+		if (!(byte_class[u[i + 2]] & cls))
+			return i + 2;
+		if (!(byte_class[u[i + 3]] & cls))
+			return i + 3;
+	}
+	while (i < end && (byte_class[u[i]] & cls))
+		i++;
+	return i;
+}
+
 /* 1 with req and out->used filled, or 0: use llhttp. */
 static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
-		      struct http_request *r, struct http_parse_result *out)
+		      struct http_request *r, struct http_parse_result *out, unsigned *hosts)
 {
 	size_t end = len < ps->lim.max_head ? len : ps->lim.max_head, i;
 	if (end >= 4 && same4(d, "GET ")) {
@@ -380,9 +406,14 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 	size_t t = i, q = 0;
 	if (i >= end || d[i] != '/')
 		return 0;
-	for (; i < end && (byte_class[(unsigned char)d[i]] & CLS_TARGET); i++)
-		if (d[i] == '?' && !q)
-			q = i;
+	for (;;) {
+		i = scan_class(d, i, end, CLS_TARGET);
+		if (i >= end || d[i] != '?')
+			break;
+		if (!q)
+			q = i; /* the query's start; later '?' are its bytes */
+		i++;
+	}
 	r->target = (struct http_span){d + t, i - t};
 	split_at_query(r, d + t, i - t, q ? d + q : NULL); /* origin-form: '?' seen on the way */
 	if (end - i < 11 || !same8(d + i, " HTTP/1.") ||
@@ -404,8 +435,7 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 			break;
 		}
 		size_t ns = i;
-		while (i < end && (byte_class[(unsigned char)d[i]] & CLS_TOKEN))
-			i++;
+		i = scan_class(d, i, end, CLS_TOKEN);
 		if (i == ns || i >= end || d[i] != ':' || nh >= cap || framing_name(d + ns, i - ns))
 			return 0;
 		r->hname[nh] = (struct http_span){d + ns, i - ns};
@@ -414,8 +444,7 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 			i++;
 		size_t vs = i;
 		/* visible ASCII, SP and HTAB (no obs-text, no CTL) */
-		while (i < end && (byte_class[(unsigned char)d[i]] & CLS_VALUE))
-			i++;
+		i = scan_class(d, i, end, CLS_VALUE);
 		if (end - i < 2 || d[i] != '\r' || d[i + 1] != '\n')
 			return 0;
 		size_t ve = i;
@@ -423,6 +452,8 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 			ve--;
 		if (ve == vs)
 			return 0;
+		if (r->hname[nh].n == 4 && header_name_is(d + ns, "host", 4))
+			++*hosts; /* for request_check, without a second look */
 		if (r->hname[nh].n == 10 && header_name_is(d + ns, "connection", 10)) {
 			/* one plain word, nothing after it: a list, another word or
 			 * trailing blanks go to llhttp.  header_name_is's case fold
@@ -446,15 +477,14 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 	return 1;
 }
 
-/* What llhttp accepts but we do not.  0 or an HTTP status. */
-static int request_check(const struct http_request *r, const char **code)
+/* What llhttp accepts but we do not.  0 or an HTTP status.  hosts: the
+ * request's Host headers. */
+static int request_check(const struct http_request *r, unsigned hosts, const char **code)
 {
 	if (r->version_major != 1) {
 		*code = "bad_version";
 		return 505;
 	}
-	unsigned hosts = 0;
-	http_req_header(r, "host", &hosts);
 	if (hosts > 1 || (r->version_minor >= 1 && hosts == 0)) {
 		*code = "bad_host";
 		return 400;
@@ -487,10 +517,11 @@ enum http_parse_status http_parse(struct http_parser *p, const char *data, size_
 	p->in_field = p->headers_done = p->complete = 0;
 	p->err_status = 0;
 	p->err_code = NULL;
-	if (!p->no_fast && fast_parse(p, data, len, req, out)) {
+	unsigned hosts = 0;
+	if (!p->no_fast && fast_parse(p, data, len, req, out, &hosts)) {
 		out->fast = 1;
 		const char *code = NULL;
-		int bad = request_check(req, &code);
+		int bad = request_check(req, hosts, &code);
 		if (bad)
 			return error(out, bad, code, NULL);
 		return HTTP_PARSE_DONE;
@@ -505,7 +536,9 @@ enum http_parse_status http_parse(struct http_parser *p, const char *data, size_
 		if (out->used - req->body.n > p->lim.max_head)
 			return error(out, 431, "head_too_large", NULL);
 		const char *code = NULL;
-		int bad = request_check(req, &code);
+		hosts = 0;
+		http_req_header(req, "host", &hosts);
+		int bad = request_check(req, hosts, &code);
 		if (bad)
 			return error(out, bad, code, NULL);
 		out->keep_alive = llhttp_should_keep_alive(&p->ll);

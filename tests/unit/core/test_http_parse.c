@@ -383,7 +383,8 @@ static void test_fast_same_as_llhttp(void **state)
 static void test_byte_classes(void **state)
 {
 	(void)state;
-	static const char target[] = "-._~!$&'()*+,;=:@/?%", token[] = "!#$%&'*+-.^_`|~";
+	/* '?' is not in the target's class: the fast path sees it apart */
+	static const char target[] = "-._~!$&'()*+,;=:@/%", token[] = "!#$%&'*+-.^_`|~";
 	for (unsigned c = 0; c < 256; c++) {
 		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		int in_target = alnum || (c && memchr(target, (int)c, sizeof(target) - 1));
