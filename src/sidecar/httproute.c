@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "sbuf.h"
+
 /* 1 when pat matches path[0..pn) whole; the wildcards' spans in ver and rest. */
 static int match(const char *pat, httproute_ver_fn *ver_ok, const char *path, size_t pn,
 		 struct http_span *ver, struct http_span *rest)
@@ -54,24 +56,32 @@ const struct httproute *httproute_find(const struct httproute *t, size_t n, cons
 }
 
 /* a[0..n) == b[0..n), eight bytes at a time (musl's memcmp goes by one). */
+/* a[0..n) == b[0..n): eight bytes a compare, the last 1..7 in one word
+ * (the word ending at n when there are eight, else both read into zeroed
+ * words). */
 static int same(const char *a, const char *b, size_t n)
 {
-	for (; n >= 8; a += 8, b += 8, n -= 8) {
-		uint64_t x, y;
-		memcpy(&x, a, 8);
-		memcpy(&y, b, 8);
+	uint64_t x = 0, y = 0;
+	if (n < 8) {
+		sbuf_copy(&x, a, n);
+		sbuf_copy(&y, b, n);
+		return x == y;
+	}
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
 		if (x != y)
 			return 0;
 	}
-	for (; n; n--)
-		if (*a++ != *b++)
-			return 0;
-	return 1;
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return x == y;
 }
 
 /* A hash of the path's bytes, eight at a time (a request's path is 10 to 40
  * bytes; FNV-1a's byte loop was most of a lookup): each word mixed in by a
- * multiply and a shift (the multiplier is MurmurHash3's fmix64's). */
+ * multiply and a shift (the multiplier is MurmurHash3's fmix64's); the
+ * last 0..7 bytes as one zero-padded word. */
 static uint32_t path_hash(const char *p, size_t n)
 {
 	const uint64_t k = 0xff51afd7ed558ccdu;
@@ -83,8 +93,7 @@ static uint32_t path_hash(const char *p, size_t n)
 		h ^= h >> 32;
 	}
 	uint64_t w = 0;
-	for (size_t i = 0; i < n; i++)
-		w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+	sbuf_copy(&w, p, n);
 	h = (h ^ w) * k;
 	h ^= h >> 29;
 	return (uint32_t)h;
@@ -131,6 +140,38 @@ const struct httproute *httproute_lookup(const struct httproute_index *ix, const
 		}
 	}
 	return httproute_find(ix->t, ix->n, path, pn, ver, rest);
+}
+
+/* The bytes of w equal to '/', as 0x80 in each (exact: no carry crosses
+ * a byte, unlike the shorter "has a zero byte" test). */
+static uint64_t slash_bytes(uint64_t w)
+{
+	const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu;
+	uint64_t t = w ^ 0x2f2f2f2f2f2f2f2fu;
+	return ~(((t & low7) + low7) | t) & ~low7;
+}
+
+int httproute_has_double_slash(const char *path, size_t n)
+{
+	if (n < 8) {
+		for (size_t i = 1; i < n; i++)
+			if (path[i] == '/' && path[i - 1] == '/')
+				return 1;
+		return 0;
+	}
+	/* words seven bytes apart overlap by one, so a pair across two is in
+	 * one; the last word ends at n */
+	for (size_t i = 0;; i += 7) {
+		if (i + 8 > n)
+			i = n - 8;
+		uint64_t w, m;
+		memcpy(&w, path + i, 8);
+		m = slash_bytes(w);
+		if (m & (m >> 8)) /* two next to each other (either byte order) */
+			return 1;
+		if (i + 8 == n)
+			return 0;
+	}
 }
 
 size_t httproute_merge_slashes(const char *path, size_t n, char *out)

@@ -88,6 +88,8 @@ const struct httproute *httproute_lookup(const struct httproute_index *ix, const
  * default there: "/v1//meta-data" is "/v1/meta-data"), into out (room for
  * n bytes; it may be path itself).  The length written. */
 size_t httproute_merge_slashes(const char *path, size_t n, char *out);
+/* Whether path[0..n) has a run of '/' to merge ("//" anywhere). */
+int httproute_has_double_slash(const char *path, size_t n);
 
 /* The httproute_method bit of an HTTP method; 0 for others. */
 unsigned httproute_method_bit(enum http_method m);

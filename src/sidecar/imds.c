@@ -133,11 +133,9 @@ static const char *clean_path(struct imds_app *a, const struct http_span *p, siz
 {
 	/* The head is at most 8 KiB; a longer path could not have been parsed. */
 	size_t n = p->n < sizeof(a->path) ? p->n : sizeof(a->path);
-	for (size_t i = 1; i < n; i++) {
-		if (p->p[i] == '/' && p->p[i - 1] == '/') {
-			*pn = httproute_merge_slashes(p->p, n, a->path);
-			return a->path;
-		}
+	if (httproute_has_double_slash(p->p, n)) {
+		*pn = httproute_merge_slashes(p->p, n, a->path);
+		return a->path;
 	}
 	*pn = n;
 	return p->p;

@@ -156,7 +156,56 @@ static void test_httproute_index_agrees(void **state)
 			if (a != b || v1.p != v2.p || v1.n != v2.n || r1.p != r2.p || r1.n != r2.n)
 				fail_msg("\"%.*s\": the index differs from the walk", (int)k, path);
 		}
+		/* one byte changed at each place: the word compare's head, body
+		 * and last word (the index must not take it for the route) */
+		char m[128];
+		size_t n = strlen(path);
+		assert_true(n < sizeof(m));
+		for (size_t k = 0; k < n; k++) {
+			memcpy(m, path, n);
+			m[k] ^= 0x01;
+			struct http_span v1, r1, v2, r2;
+			const struct httproute *a = httproute_find(table, N, m, n, &v1, &r1);
+			const struct httproute *b = httproute_lookup(&ix, m, n, &v2, &r2);
+			if (a != b || v1.p != v2.p || v1.n != v2.n || r1.p != r2.p || r1.n != r2.n)
+				fail_msg("\"%.*s\": the index differs from the walk", (int)n, m);
+		}
 	}
+}
+
+/* "//" found as the byte loop finds it: each pair of places in paths of
+ * every length to 40 (inside one word, across two, in the last). */
+static void test_double_slash(void **state)
+{
+	(void)state;
+	char p[41];
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t a = 0; a <= n; a++) {
+			for (size_t b = a; b <= n; b++) {
+				memset(p, 'x', n);
+				if (a < n)
+					p[a] = '/';
+				if (b < n)
+					p[b] = '/';
+				int want = 0;
+				for (size_t i = 1; i < n; i++)
+					want |= p[i] == '/' && p[i - 1] == '/';
+				if (httproute_has_double_slash(p, n) != want)
+					fail_msg("n %zu, '/' at %zu and %zu: want %d", n, a, b, want);
+			}
+		}
+	}
+	/* between each two '/', a byte that differs from '/' in one bit */
+	char near[17];
+	for (unsigned k = 0; k < 8; k++) {
+		near[2 * k] = '/';
+		near[2 * k + 1] = (char)('/' ^ (1u << k));
+	}
+	near[16] = '/';
+	for (size_t n = 0; n <= sizeof(near); n++)
+		assert_false(httproute_has_double_slash(near, n));
+	assert_false(httproute_has_double_slash("/a/b/c/d/e/f/g/h.?o", 19));
+	assert_true(httproute_has_double_slash("/latest/meta-data//x", 20));
 }
 
 static const struct httproute shadow[] = {
@@ -230,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_httproute_index_order),
 		cmocka_unit_test(test_httproute_index_full),
 		cmocka_unit_test(test_method_bits),
+		cmocka_unit_test(test_double_slash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
