@@ -472,6 +472,7 @@ static int fast_parse(const struct http_parser *ps, const char *d, size_t len,
 		i += 2;
 	}
 	r->nheaders = nh;
+	r->plain = 1; /* GET or HEAD, and a target of CLS_TARGET bytes */
 	out->used = i;
 	out->keep_alive = r->version_minor == 1 ? !said_close : said_keep;
 	return 1;

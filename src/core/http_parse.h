@@ -51,6 +51,10 @@ struct http_request {
 	struct http_span query;  /* without '?'; n == 0 when absent */
 	struct http_span body;
 	unsigned version_major, version_minor;
+	/* method_name and path hold only bytes 0x21..0x7e other than '\'
+	 * (the fast path read them so): the access log copies them as they
+	 * are.  0: not known, the log checks each byte. */
+	int plain;
 	unsigned nheaders;
 	struct http_span hname[HTTP_MAX_HEADERS];
 	struct http_span hvalue[HTTP_MAX_HEADERS];

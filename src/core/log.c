@@ -290,8 +290,21 @@ static char *put_clean(char *d, const char *s, size_t n, size_t max)
  * bytes put_clean may store past its end. */
 #define ACCESS_LINE_MAX 1100
 
+/* What put_clean writes for bytes known plain: the same, without a look. */
+static char *put_plain(char *d, const char *s, size_t n, size_t max)
+{
+	if (!s || !n) {
+		*d++ = '-';
+		return d;
+	}
+	d = sbuf_at_put(d, s, n < max ? n : max);
+	if (n > max)
+		d = sbuf_at_lit(d, "...");
+	return d;
+}
+
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
-		const char *path, size_t plen, int status, size_t bytes, uint64_t us)
+		const char *path, size_t plen, int plain, int status, size_t bytes, uint64_t us)
 {
 	/* Made in place at the buffer's end, as the answer's head is made:
 	 * without printf and without a copy. */
@@ -309,9 +322,9 @@ void log_access(const struct sockaddr_storage *peer, const char *method, size_t 
 		*d++ = '-';
 	}
 	*d++ = ' ';
-	d = put_clean(d, method, mlen, 16);
+	d = plain ? put_plain(d, method, mlen, 16) : put_clean(d, method, mlen, 16);
 	*d++ = ' ';
-	d = put_clean(d, path, plen, 200);
+	d = plain ? put_plain(d, path, plen, 200) : put_clean(d, path, plen, 200);
 	*d++ = ' ';
 	d = sbuf_at_dec(d, (unsigned)status);
 	*d++ = ' ';

@@ -16,9 +16,11 @@ __attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
 
 /* One access line: time, peer, method, path, status, bytes, µs.  The path
  * is cut at 200 bytes and non-printable bytes are escaped; never pass
- * secrets (the request target carries none on our endpoints). */
+ * secrets (the request target carries none on our endpoints).  plain: the
+ * caller knows method and path hold only bytes 0x21..0x7e other than '\'
+ * (none to escape), so they are copied without a look. */
 void log_access(const struct sockaddr_storage *peer, const char *method, size_t mlen,
-		const char *path, size_t plen, int status, size_t bytes, uint64_t us);
+		const char *path, size_t plen, int plain, int status, size_t bytes, uint64_t us);
 void log_flush(void);
 /* Lines buffered and not yet written. */
 int log_pending(void *unused);

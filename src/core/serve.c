@@ -27,8 +27,8 @@ void serve_access_log(const struct http_request *req, int status, size_t bytes, 
 {
 	(void)ud;
 	uint64_t us = req->start_us ? loop_clock_us() - req->start_us : 0;
-	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n, status,
-		   bytes, us);
+	log_access(req->peer, req->method_name.p, req->method_name.n, req->path.p, req->path.n,
+		   req->plain, status, bytes, us);
 }
 
 static void drained(void *ud)

@@ -143,7 +143,8 @@ static void test_access_lines(void **state)
 			      "10.0.2.2", "fd00:ec2::3", "10.0.2.2", "-"};
 	size_t n = sizeof(p) / sizeof(p[0]);
 	for (size_t i = 0; i <= n; i++)
-		log_access(i < n ? &p[i] : NULL, "GET", 3, "/v1/meta-data", 13, 200, i, 1000 + i);
+		log_access(i < n ? &p[i] : NULL, "GET", 3, "/v1/meta-data", 13, (int)(i % 2), 200, i,
+			   1000 + i);
 	log_flush();
 	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
 	close(saved);
@@ -201,6 +202,7 @@ static void test_access_escapes(void **state)
 	log_flush();
 	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
 	enum { N = 300 };
+	unsigned plains = 0;
 	static unsigned char paths[N][262];
 	static size_t lens[N];
 	static const unsigned char odd[] = {0x00, 0x09, 0x0a, 0x20, 0x5c, 0x7f, 0x80, 0xff, 0x21, 0x7e};
@@ -211,14 +213,22 @@ static void test_access_escapes(void **state)
 		for (size_t i = 0; i < n; i++) {
 			seed = seed * 1103515245u + 12345u;
 			unsigned r = seed >> 16;
-			/* odd[0..8) are escaped; 0x21 and 0x7e, the plain range's ends, not */
-			paths[k][i] = k >= 261	    ? odd[r % 8]
-				      : r % 11 == 0 ? odd[r % sizeof(odd)]
-						    : (unsigned char)('a' + r % 26);
+			/* odd[0..8) are escaped; 0x21 and 0x7e, the plain range's ends,
+			 * not; one path in four has only plain bytes */
+			paths[k][i] = k >= 261			    ? odd[r % 8]
+				      : r % 11 == 0 && k % 4 != 1 ? odd[r % sizeof(odd)]
+				      : k % 4 == 1 && r % 7 == 0  ? odd[8 + r % 2]
+								    : (unsigned char)('a' + r % 26);
 		}
 		lens[k] = n;
+		/* GET and a path of plain bytes: said plain (as the fast parse
+		 * says), copied without a look, the same line */
+		int plain = k % 2 == 1;
+		for (size_t i = 0; i < n; i++)
+			plain &= paths[k][i] > 0x20 && paths[k][i] < 0x7f && paths[k][i] != '\\';
+		plains += (unsigned)plain;
 		log_access(NULL, k % 2 ? "GET" : long_method, k % 2 ? 3 : sizeof(long_method) - 1,
-			   (const char *)paths[k], n, 404, k, 7);
+			   (const char *)paths[k], n, plain, 404, k, 7);
 	}
 	log_flush();
 	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
@@ -245,6 +255,7 @@ static void test_access_escapes(void **state)
 	}
 	assert_string_equal(line, "");
 	free(buf);
+	assert_true(plains > 10); /* the plain copy had lines of many lengths */
 }
 
 int main(void)
