@@ -400,6 +400,45 @@ static void test_byte_classes(void **state)
 	}
 }
 
+/* A header value with each byte at each place of its first 20 (inside a
+ * word of the fast scan, across two, and in the tail), and an HTAB before
+ * it: both paths give one answer, and the fast path reads it exactly when
+ * the byte is of a value's fast set (visible ASCII, SP, HTAB). */
+static void test_value_bytes(void **state)
+{
+	(void)state;
+	struct http_parser *fast = http_parser_new(&limits), *slow = http_parser_new(&limits);
+	assert_non_null(fast);
+	assert_non_null(slow);
+	http_parser_set_fast(slow, 0);
+	for (unsigned c = 0; c < 256; c++) {
+		for (size_t at = 0; at < 20; at++) {
+			for (int tab = 0; tab < 2; tab++) {
+				char raw[128];
+				int n = snprintf(raw, sizeof(raw), "GET / HTTP/1.1\r\nHost: a\r\nX-V: v");
+				size_t v = (size_t)n;
+				memset(raw + v, 'q', 21);
+				if (tab && at > 0)
+					raw[v + at - 1] = '\t';
+				raw[v + at] = (char)c;
+				memcpy(raw + v + 21, "z\r\n\r\n", 5);
+				size_t len = v + 26;
+				struct http_request rf, rs;
+				struct http_parse_result of, os;
+				enum http_parse_status sf = http_parse(fast, raw, len, &rf, &of);
+				enum http_parse_status ss = http_parse(slow, raw, len, &rs, &os);
+				if (!parse_same(sf, &rf, &of, ss, &rs, &os))
+					fail_msg("byte 0x%02x at %zu: the paths differ", c, at);
+				int want = (c >= 0x20 && c < 0x7f) || c == '\t';
+				if (of.fast != want)
+					fail_msg("byte 0x%02x at %zu: fast %d", c, at, of.fast);
+			}
+		}
+	}
+	http_parser_free(fast);
+	http_parser_free(slow);
+}
+
 /* Header lookup: for every byte a header name may hold (a tchar) against
  * every byte a looked-up name holds (letters, digits, '-'), in the word
  * part of the compare (byte 0) and its tail (byte 8): a match exactly when
@@ -453,6 +492,7 @@ int main(void)
 		cmocka_unit_test_setup(test_error_detail, with_llhttp),
 		cmocka_unit_test(test_fast_same_as_llhttp),
 		cmocka_unit_test(test_byte_classes),
+		cmocka_unit_test(test_value_bytes),
 		cmocka_unit_test_setup(test_header_lookup_case, with_fast),
 		cmocka_unit_test_setup(test_header_lookup_case, with_llhttp),
 	};
