@@ -169,10 +169,11 @@ uint64_t loop_now_us(const struct loop *l)
 static int loop_poll(struct loop *l, int timeout_ms)
 {
 	int n = epoll_wait(l->epfd, l->ready, LOOP_BATCH, timeout_ms);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	l->now_us = loop_clock_us();
+	int e = errno;
+	l->now_us = loop_clock_us(); /* even when interrupted: loop_wait reads it */
 	l->now_ms = l->now_us / 1000u;
+	if (n < 0)
+		return e == EINTR ? 0 : -e;
 	for (int i = 0; i < n; i++) {
 		int fd = l->ready[i].data.fd;
 		uint32_t ev = l->ready[i].events;
@@ -247,10 +248,12 @@ static int loop_wait(struct loop *l, int timeout_ms)
 			int r = loop_poll(l, 0);
 			if (r != 0 || l->stop)
 				return r; /* caught within the window: it stays */
-		} while (loop_clock_us() < until);
+		} while (l->now_us < until); /* the clock read as the poll returned */
 	}
 	int r = loop_poll(l, timeout_ms);
-	uint64_t waited = loop_clock_us() - t0;
+	/* the wait itself: from before the poll to the wake, not the
+	 * handlers' time after it */
+	uint64_t waited = l->now_us - t0;
 	if (waited > l->poll_max_us) {
 		l->poll_us /= 2;
 		if (l->poll_us < LOOP_POLL_GROW_START)
