@@ -90,7 +90,7 @@ char *sbuf_at_dec(char *d, unsigned long long v)
 		return d + 2;
 	}
 	if (v < 10000) {
-		unsigned hi = (unsigned)v / 100, lo = (unsigned)v % 100;
+		size_t hi = (size_t)v / 100, lo = (size_t)v % 100;
 		if (hi < 10) {
 			*d++ = (char)('0' + hi);
 		} else {

@@ -38,21 +38,21 @@ static inline __attribute__((always_inline)) void sbuf_copy(void *dst, const voi
 	} else if (n >= 16) { /* two 16-byte moves that may overlap */
 		uint64_t a[2], z[2];
 		__builtin_memcpy(a, s, 16);
-		__builtin_memcpy(z, s + n - 16, 16);
+		__builtin_memcpy(z, s + (n - 16), 16);
 		__builtin_memcpy(d, a, 16);
-		__builtin_memcpy(d + n - 16, z, 16);
+		__builtin_memcpy(d + (n - 16), z, 16);
 	} else if (n >= 8) {
 		uint64_t a, z;
 		__builtin_memcpy(&a, s, 8);
-		__builtin_memcpy(&z, s + n - 8, 8);
+		__builtin_memcpy(&z, s + (n - 8), 8);
 		__builtin_memcpy(d, &a, 8);
-		__builtin_memcpy(d + n - 8, &z, 8);
+		__builtin_memcpy(d + (n - 8), &z, 8);
 	} else if (n >= 4) {
 		uint32_t a, z;
 		__builtin_memcpy(&a, s, 4);
-		__builtin_memcpy(&z, s + n - 4, 4);
+		__builtin_memcpy(&z, s + (n - 4), 4);
 		__builtin_memcpy(d, &a, 4);
-		__builtin_memcpy(d + n - 4, &z, 4);
+		__builtin_memcpy(d + (n - 4), &z, 4);
 	} else if (n) { /* 1..3: first, middle, last */
 		unsigned char a = s[0], m = s[n / 2], z = s[n - 1];
 		d[0] = a;
