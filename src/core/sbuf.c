@@ -78,6 +78,12 @@ static void dec_back(char *e, unsigned long long v)
 	}
 }
 
+char *sbuf_at_put_n(char *d, const void *s, size_t n)
+{
+	sbuf_copy(d, s, n);
+	return d + n;
+}
+
 char *sbuf_at_dec(char *d, unsigned long long v)
 {
 	/* an answer's status, its length and its time: mostly 1 to 4 digits */

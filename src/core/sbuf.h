@@ -65,8 +65,13 @@ static inline __attribute__((always_inline)) void sbuf_copy(void *dst, const voi
  * buffer's room the caller has checked once for the whole (an answer's
  * head, an access line): no bounds check and no NUL of their own; each
  * returns the byte after what it wrote. */
+char *sbuf_at_put_n(char *d, const void *s, size_t n);
+/* A length known when compiled (sbuf_at_lit): its moves inline; any other
+ * length: one copy of sbuf_copy, out of line (the binary stays small). */
 static inline __attribute__((always_inline)) char *sbuf_at_put(char *d, const void *s, size_t n)
 {
+	if (!__builtin_constant_p(n))
+		return sbuf_at_put_n(d, s, n);
 	sbuf_copy(d, s, n);
 	return d + n;
 }
