@@ -302,6 +302,16 @@ static void test_error_detail(void **state)
 	http_parser_free(p);
 }
 
+/* Two parsers with the limits: one with the fast path, one without. */
+static void both_paths(struct http_parser **fast, struct http_parser **slow)
+{
+	*fast = http_parser_new(&limits);
+	*slow = http_parser_new(&limits);
+	assert_non_null(*fast);
+	assert_non_null(*slow);
+	http_parser_set_fast(*slow, 0);
+}
+
 /* The two paths over every case, every prefix of it and every case with
  * each tail: one answer.  And the fast path is the one taken for the
  * requests guests send most (a GET or HEAD with plain headers), and not
@@ -309,10 +319,8 @@ static void test_error_detail(void **state)
 static void test_fast_same_as_llhttp(void **state)
 {
 	(void)state;
-	struct http_parser *fast = http_parser_new(&limits), *slow = http_parser_new(&limits);
-	assert_non_null(fast);
-	assert_non_null(slow);
-	http_parser_set_fast(slow, 0);
+	struct http_parser *fast, *slow;
+	both_paths(&fast, &slow);
 	unsigned taken = 0;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct pcase *c = &cases[i];
@@ -407,10 +415,8 @@ static void test_byte_classes(void **state)
 static void test_value_bytes(void **state)
 {
 	(void)state;
-	struct http_parser *fast = http_parser_new(&limits), *slow = http_parser_new(&limits);
-	assert_non_null(fast);
-	assert_non_null(slow);
-	http_parser_set_fast(slow, 0);
+	struct http_parser *fast, *slow;
+	both_paths(&fast, &slow);
 	for (unsigned c = 0; c < 256; c++) {
 		for (size_t at = 0; at < 20; at++) {
 			for (int tab = 0; tab < 2; tab++) {
