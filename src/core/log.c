@@ -227,8 +227,10 @@ static int plain8(uint64_t w)
  * no piece checks it again (this runs once per answer). */
 
 /* s[0..n) with bytes outside 0x21..0x7e and the backslash written as \xHH,
- * cut at max bytes ("..." after); "-" for none.  Plain bytes are checked
- * and copied eight at a time.  At most max * 4 + 3 bytes. */
+ * cut at max bytes ("..." after); "-" for none.  At most max * 4 + 3
+ * bytes.  Checked and copied eight at a time, the last 1..7 as one word
+ * padded with plain bytes (all eight stored: the line's room has them;
+ * only those of s counted); a word with a byte to escape, one byte. */
 static char *put_clean(char *d, const char *s, size_t n, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -237,36 +239,15 @@ static char *put_clean(char *d, const char *s, size_t n, size_t max)
 		return d;
 	}
 	size_t end = n < max ? n : max, i = 0;
-	uint64_t w;
-	while (end - i >= 8) {
-		memcpy(&w, s + i, 8);
-		if (!plain8(w))
-			break;
-		memcpy(d, &w, 8);
-		d += 8;
-		i += 8;
-	}
-	if (end - i < 8) {
-		/* The last 1..7 bytes in one word, padded with plain ones; all
-		 * eight are stored (the line's room has them), rest counted. */
-		size_t rest = end - i;
-		w = 0x6161616161616161u;
-		sbuf_copy(&w, s + i, rest);
+	while (i < end) {
+		size_t take = end - i < 8 ? end - i : 8;
+		uint64_t w = 0x6161616161616161u;
+		sbuf_copy(&w, s + i, take);
 		if (plain8(w)) {
 			memcpy(d, &w, 8);
-			d += rest;
-			i = end;
-		}
-	}
-	while (i < end) { /* bytes to escape: one at a time */
-		if (end - i >= 8) {
-			memcpy(&w, s + i, 8);
-			if (plain8(w)) {
-				memcpy(d, &w, 8);
-				d += 8;
-				i += 8;
-				continue;
-			}
+			d += take;
+			i += take;
+			continue;
 		}
 		unsigned char c = (unsigned char)s[i++];
 		if (c > 0x20 && c < 0x7f && c != '\\') {
