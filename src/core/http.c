@@ -426,8 +426,8 @@ static int respond(struct http_server *s, struct conn *c, const struct http_requ
 	 * The room for its longest form is checked once, here. */
 	size_t dlen;
 	const char *date = date_now(s, &dlen);
-	const char *reason = res->status == 200 ? "OK" : http_reason(res->status);
-	size_t rlen = res->status == 200 ? 2 : strlen(reason);
+	const char *reason = res->status == 200 ? NULL : http_reason(res->status);
+	size_t rlen = reason ? strlen(reason) : 0;
 	size_t tlen = res->content_type ? strlen(res->content_type) : 0;
 	size_t most = sizeof("HTTP/1.1 \r\nDate: \r\n") + 20 + 1 + rlen + dlen +
 		      sizeof("Content-Type: \r\n") + tlen + sizeof("Content-Length: \r\n") + 20 +
